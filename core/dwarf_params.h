@@ -1,0 +1,37 @@
+// DwarfParams: parameter types of functions from DWARF (libdw), so calltrace can show
+// `char *` arguments as strings. Opened once per module (the file itself, or its
+// separate debug file found by build-id under /usr/lib/debug/.build-id or by
+// .gnu_debuglink), queried by link-time address.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ft {
+
+struct ParamInfo {
+  enum class Kind { Integer, Pointer, String, Float, Other };
+  std::string name;
+  Kind kind = Kind::Integer;  // String: pointer to (const/volatile) char, signed or unsigned
+};
+
+class DwarfParams {
+ public:
+  // nullptr when the module has no usable DWARF (not an error: stripped files are normal).
+  static std::unique_ptr<DwarfParams> open(const std::string& path, const std::string& build_id,
+                                           const std::string& debuglink);
+  ~DwarfParams();
+  // Parameters of the function whose entry (DW_AT_low_pc / entry_pc) is link_addr;
+  // nullopt if DWARF does not describe it.
+  std::optional<std::vector<ParamInfo>> params(uint64_t link_addr);
+
+ private:
+  struct Impl;
+  explicit DwarfParams(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ft

@@ -1,0 +1,76 @@
+// ElfImage: what the tracer needs from an ELF file on disk, read with libelf.
+//
+//  - function symbols from .symtab and .dynsym (merged, one entry per name; a stripped
+//    binary still has its exported .dynsym functions), with their link-time address
+//    (st_value) and size; STT_GNU_IFUNC symbols are marked (the resolver runs once,
+//    the implementation it returns is what should be traced);
+//  - synthetic "NAME@plt" symbols for PLT stubs (.plt / .plt.sec, from .rela.plt);
+//  - the ELF type (ET_EXEC: addresses are absolute; ET_DYN: add the load bias),
+//    entry point, PT_INTERP, PT_LOAD segments, build-id (NT_GNU_BUILD_ID, hex), and
+//    .gnu_debuglink.
+//
+// Errors (missing file, not ELF, truncated or corrupt) are Results naming the path.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace ft {
+
+struct ElfSymbol {
+  std::string name;       // mangled, as in the symbol table; PLT stubs are "NAME@plt"
+  uint64_t value = 0;     // link-time virtual address
+  uint64_t size = 0;
+  bool ifunc = false;     // STT_GNU_IFUNC
+  bool plt = false;       // synthetic PLT stub
+  bool global = false;    // STB_GLOBAL or STB_WEAK
+  bool dynamic = false;   // present in .dynsym (exported)
+};
+
+struct ElfSegment {
+  uint64_t vaddr = 0, memsz = 0, offset = 0, filesz = 0;
+  uint32_t flags = 0;     // PF_R | PF_W | PF_X
+};
+
+class ElfImage {
+ public:
+  static Result<std::unique_ptr<ElfImage>> open(const std::string& path);
+  ~ElfImage();
+
+  const std::string& path() const { return path_; }
+  bool is_dyn() const { return is_dyn_; }                    // ET_DYN (PIE executable or shared library)
+  bool is_static() const { return interp_.empty(); }         // no PT_INTERP
+  const std::string& interp() const { return interp_; }
+  uint64_t entry() const { return entry_; }
+  const std::string& build_id() const { return build_id_; }  // lowercase hex, empty if none
+  const std::string& debuglink() const { return debuglink_; }
+  const std::vector<ElfSegment>& segments() const { return segments_; }
+  uint16_t machine() const { return machine_; }              // EM_X86_64, EM_AARCH64
+  bool has_symtab() const { return has_symtab_; }            // false: stripped
+
+  // Function symbols (STT_FUNC, STT_GNU_IFUNC, PLT stubs) with a non-zero address in
+  // this file, sorted by address. Several names may share an address (aliases).
+  const std::vector<ElfSymbol>& functions() const { return functions_; }
+  // Lowest PT_LOAD vaddr rounded down to the page: the load bias is
+  // (address of the mapping with file offset 0) - min_vaddr().
+  uint64_t min_vaddr() const;
+  // The function whose [value, value+size) contains addr (size 0: exact match).
+  const ElfSymbol* function_at(uint64_t addr) const;
+  const ElfSymbol* find(const std::string& name) const;
+
+ private:
+  ElfImage() = default;
+  std::string path_, interp_, build_id_, debuglink_;
+  bool is_dyn_ = false, has_symtab_ = false;
+  uint16_t machine_ = 0;
+  uint64_t entry_ = 0;
+  std::vector<ElfSegment> segments_;
+  std::vector<ElfSymbol> functions_;
+};
+
+}  // namespace ft

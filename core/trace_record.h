@@ -1,0 +1,65 @@
+// TraceRecord: one line of a trace file, as written by TraceWriter and read back by
+// the post-processor (postproc/trace_reader). The text encoding is specified in
+// doc/trace-format.md; format_record/parse_record are exact inverses.
+//
+// Every record carries a sequence number (per trace file, strictly increasing), the
+// thread id, a timestamp (CLOCK_MONOTONIC nanoseconds) and a type ("header", "module",
+// "call", "return", ...) followed by named fields. Field values are signed integers,
+// unsigned integers shown in hex (addresses), strings, or lists of hex integers
+// (argument registers, backtrace frames).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/result.h"
+
+namespace ft {
+
+struct Hex {
+  uint64_t v = 0;
+  bool operator==(const Hex&) const = default;
+};
+using HexList = std::vector<uint64_t>;
+using TraceValue = std::variant<int64_t, Hex, std::string, HexList>;
+
+struct TraceField {
+  std::string key;  // [a-z0-9_]+
+  TraceValue value;
+  bool operator==(const TraceField&) const = default;
+};
+
+struct TraceRecord {
+  uint64_t seq = 0;
+  int64_t tid = 0;
+  uint64_t ts_ns = 0;
+  std::string type;  // [a-z0-9_]+
+  std::vector<TraceField> fields;
+
+  bool operator==(const TraceRecord&) const = default;
+
+  TraceRecord& add(std::string key, TraceValue v) {
+    fields.push_back({std::move(key), std::move(v)});
+    return *this;
+  }
+  const TraceValue* get(std::string_view key) const;
+  std::optional<int64_t> get_int(std::string_view key) const;    // int64 field (or Hex, cast)
+  std::optional<uint64_t> get_hex(std::string_view key) const;   // Hex field (or non-negative int)
+  const std::string* get_str(std::string_view key) const;
+  const HexList* get_list(std::string_view key) const;
+};
+
+// One line, without the trailing newline.
+std::string format_record(const TraceRecord& r);
+// Parses one line (no trailing newline). Errors name what is wrong with the line.
+Result<TraceRecord> parse_record(std::string_view line);
+
+// First line of every trace file; identifies the file and the format version.
+inline constexpr std::string_view kTraceMagic = "functracer-trace";
+inline constexpr int kTraceFormatVersion = 1;
+
+}  // namespace ft
