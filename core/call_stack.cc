@@ -1,1 +1,87 @@
-// placeholder
+#include "core/call_stack.h"
+
+namespace ft {
+
+std::vector<ShadowFrame> CallStack::drop_below(uint64_t slot, bool include_equal) {
+  std::vector<ShadowFrame> out;
+  while (!frames_.empty()) {
+    const ShadowFrame& top = frames_.back();
+    bool deeper = top.slot < slot || (include_equal && top.slot == slot);
+    if (!deeper || slot - top.slot >= kSameStackDistance) break;
+    out.push_back(top);
+    frames_.pop_back();
+  }
+  return out;
+}
+
+CallStack::Entry CallStack::push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn,
+                                 uint64_t now) {
+  Entry e;
+  bool tail = ret_at_slot == trampoline;
+  // A frame at the same slot is a live caller only in the tail-call case.
+  e.abandoned = drop_below(slot, /*include_equal=*/!tail);
+  ShadowFrame f;
+  f.slot = slot;
+  f.fn = fn;
+  f.entry_ns = now;
+  if (tail && !frames_.empty() && frames_.back().slot == slot) {
+    f.tail = true;
+    f.real_ret = frames_.back().real_ret;
+    f.armed = frames_.back().armed;
+  } else {
+    // Either a normal call, or [slot] holds the trampoline with no frame of ours under
+    // it (cannot happen while the bookkeeping is right); treat as a normal call.
+    f.real_ret = ret_at_slot;
+    e.write_trampoline = !disarmed_;
+    f.armed = !disarmed_;
+  }
+  frames_.push_back(f);
+  return e;
+}
+
+CallStack::Return CallStack::pop(uint64_t sp_after) {
+  Return r;
+  uint64_t slot = sp_after - 8;
+  r.abandoned = drop_below(slot, /*include_equal=*/false);
+  if (frames_.empty() || frames_.back().slot != slot) return r;
+  r.found = true;
+  while (!frames_.empty() && frames_.back().slot == slot) {
+    r.returned.push_back(frames_.back());
+    bool tail = frames_.back().tail;
+    r.real_ret = frames_.back().real_ret;
+    frames_.pop_back();
+    if (!tail) break;
+  }
+  return r;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> CallStack::disarm() {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (auto& f : frames_) {
+    if (f.armed && !f.tail) out.emplace_back(f.slot, f.real_ret);
+    f.armed = false;
+  }
+  disarmed_ = true;
+  return out;
+}
+
+CallStack::Rearm CallStack::rearm(uint64_t sp) {
+  Rearm r;
+  // Frames whose slot is below sp were unwound through.
+  r.dead = drop_below(sp, /*include_equal=*/false);
+  for (auto& f : frames_) {
+    if (!f.armed && !f.tail) r.slots.push_back(f.slot);
+    f.armed = true;
+  }
+  disarmed_ = false;
+  return r;
+}
+
+std::vector<ShadowFrame> CallStack::take_all() {
+  std::vector<ShadowFrame> out(frames_.rbegin(), frames_.rend());
+  frames_.clear();
+  disarmed_ = false;
+  return out;
+}
+
+}  // namespace ft

@@ -71,6 +71,11 @@ class ElfImage {
   uint64_t entry_ = 0;
   std::vector<ElfSegment> segments_;
   std::vector<ElfSymbol> functions_;
+  // Lookup indexes built by open(): max_end_[i] is the largest end address (value + size,
+  // at least value + 1) among functions_[0..i]; by_name_ holds indexes into functions_
+  // sorted by name, the preferred symbol of a name first.
+  std::vector<uint64_t> max_end_;
+  std::vector<uint32_t> by_name_;
 };
 
 }  // namespace ft

@@ -1,1 +1,112 @@
-int main() { return 0; }
+// functracer: command-line entry point (see doc/functracer.1).
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+#include "core/options.h"
+#include "core/plugin_host.h"
+#include "core/tracer.h"
+
+namespace {
+
+void on_stop_signal(int sig, siginfo_t* si, void*) {
+  ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+}
+void on_toggle_signal(int) { ft::Tracer::request_toggle(); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_stop_signal;
+  sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns EINTR
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(s, &sa, nullptr);
+  struct sigaction tg {};
+  tg.sa_handler = on_toggle_signal;
+  sigemptyset(&tg.sa_mask);
+  sigaction(SIGUSR1, &tg, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+ft::Status make_dirs(const std::string& dir) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    cur = dir.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST)
+      return ft::Error::from_errno(errno, "cannot create output directory " + dir);
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return ft::Error::msg("cannot use output directory " + dir + ": not a directory");
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = ft::parse_options(argc, argv);
+  if (!parsed) {
+    ft::log::error("{}", parsed.error().message);
+    return 2;
+  }
+  const ft::Options& opts = *parsed;
+  if (opts.action == ft::Options::Action::Help) {
+    std::fputs(ft::usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (opts.action == ft::Options::Action::Version) {
+    std::printf("functracer %s\n", FT_VERSION);
+    return 0;
+  }
+  ft::log::quiet = opts.quiet;
+  ft::log::debug_enabled = opts.debug;
+
+  if (!opts.output_dir.empty())
+    if (auto s = make_dirs(opts.output_dir); !s) {
+      ft::log::error("{}", s.error().message);
+      return 1;
+    }
+
+  ft::PluginHost host;
+  host.set_streaming(opts.output_dir.empty());
+  if (!opts.audit.empty()) host.set_option("audit", opts.audit);
+  if (!opts.output_dir.empty()) host.set_option("output", opts.output_dir);
+  if (opts.backtrace_depth >= 0) host.set_option("backtrace_depth", std::to_string(opts.backtrace_depth));
+  if (opts.quiet) host.set_option("quiet", "1");
+  for (const auto& p : opts.plugins)
+    if (auto s = host.load(p); !s) {
+      ft::log::error("{}", s.error().message);
+      return 1;
+    }
+
+  if (!opts.attach.empty()) {
+    ft::log::error("attaching to a running process (-p) is not available in this build");
+    return 1;
+  }
+
+  install_signal_handlers();
+  ft::Tracer tracer(opts, host);
+  auto rc = tracer.run_launch();
+  if (!rc) {
+    ft::log::error("{}", rc.error().message);
+    return 1;
+  }
+  if (opts.stats) {
+    const auto& s = tracer.stats();
+    double secs = static_cast<double>(tracer.elapsed_ns()) / 1e9;
+    uint64_t ev = s.events();
+    ft::log::error("{} events ({} calls, {} returns, {} unwound, {} other), {} ptrace stops ({:.2f} per event), "
+                   "{} breakpoints, {} refused, {:.3f} s, {:.2f} us per event",
+                   ev, s.calls, s.returns, s.unwound, s.lifecycle, s.stops,
+                   ev ? static_cast<double>(s.stops) / static_cast<double>(ev) : 0.0, s.breakpoints, s.refused,
+                   secs, ev ? secs * 1e6 / static_cast<double>(ev) : 0.0);
+  }
+  return *rc;
+}

@@ -1,1 +1,239 @@
-// placeholder
+#include "core/plugin_host.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/log.h"
+
+namespace ft {
+namespace {
+
+PluginHost* g_host = nullptr;
+
+const char* host_option(const char* name) { return plugin_host().option(name); }
+void host_warn(const char* message) { log::warn("{}", message); }
+int host_pid(ft_ctx* c) { return c->process->pid(); }
+int host_tid(ft_ctx* c) { return c->thread ? c->thread->tid : c->process->pid(); }
+uint64_t host_time(ft_ctx* c) { return c->now_ns; }
+unsigned host_depth(ft_ctx* c) { return c->depth; }
+uint64_t host_arg(ft_ctx* c, unsigned i) { return c->regs ? c->regs->arg(i) : 0; }
+uint64_t host_retval(ft_ctx* c) { return c->regs ? c->regs->ret() : 0; }
+
+long host_read_memory(ft_ctx* c, ft_addr addr, void* buf, size_t n) {
+  auto r = c->process->mem().read(RemoteAddr(addr), {static_cast<uint8_t*>(buf), n});
+  return r ? static_cast<long>(*r) : -1;
+}
+
+long host_read_string(ft_ctx* c, ft_addr addr, char* buf, size_t n) {
+  if (n == 0) return -1;
+  auto r = c->process->mem().read_string(RemoteAddr(addr), n - 1);
+  if (!r) {
+    buf[0] = 0;
+    return -1;
+  }
+  std::memcpy(buf, r->data(), r->size());
+  buf[r->size()] = 0;
+  return static_cast<long>(r->size());
+}
+
+void host_record(ft_ctx* c, const char* type, const ft_field* fields, size_t n) {
+  TraceRecord r;
+  r.type = type;
+  r.fields.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ft_field& f = fields[i];
+    switch (f.kind) {
+      case FT_FIELD_INT: r.add(f.key, static_cast<int64_t>(f.i)); break;
+      case FT_FIELD_HEX: r.add(f.key, Hex{f.u}); break;
+      case FT_FIELD_STRING: r.add(f.key, std::string(f.s ? f.s : "")); break;
+      case FT_FIELD_HEX_LIST: r.add(f.key, HexList(f.list, f.list + f.list_len)); break;
+    }
+  }
+  plugin_host().record(*c, r);
+}
+
+void host_print(ft_ctx* c, const char* line) { plugin_host().print(*c, line); }
+
+const ft_host_api kHostApi = {
+    FT_PLUGIN_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
+    host_depth, host_arg, host_retval, host_read_memory, host_read_string, host_record, host_print,
+};
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string p(buf);
+  return p.substr(0, p.rfind('/'));
+}
+
+}  // namespace
+
+PluginHost& plugin_host() { return *g_host; }
+
+PluginHost::PluginHost() { g_host = this; }
+
+PluginHost::~PluginHost() {
+  // Plugins stay loaded until exit: their strings may still be referenced.
+  if (g_host == this) g_host = nullptr;
+}
+
+std::vector<std::string> PluginHost::plugin_dirs() {
+  std::string bin = self_dir();
+  return {bin + "/" FT_PLUGIN_DIR_FROM_BIN,
+          // Running from the build tree: build/core/functracer, build/plugins/NAME/NAME.so.
+          bin + "/../plugins/*"};
+}
+
+std::vector<std::string> PluginHost::available() {
+  std::set<std::string> names;
+  for (const auto& d : plugin_dirs()) {
+    bool per_plugin = d.ends_with("/*");
+    std::string dir = per_plugin ? d.substr(0, d.size() - 2) : d;
+    DIR* dp = ::opendir(dir.c_str());
+    if (!dp) continue;
+    while (dirent* e = ::readdir(dp)) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      if (per_plugin) {
+        if (::access((dir + "/" + n + "/" + n + ".so").c_str(), R_OK) == 0) names.insert(n);
+      } else if (n.ends_with(".so")) {
+        names.insert(n.substr(0, n.size() - 3));
+      }
+    }
+    ::closedir(dp);
+  }
+  return {names.begin(), names.end()};
+}
+
+Status PluginHost::load(const std::string& name_or_path) {
+  std::string path;
+  bool by_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".so");
+  if (by_path) {
+    if (::access(name_or_path.c_str(), R_OK) != 0)
+      return Error::from_errno(errno, "cannot load plugin " + name_or_path);
+    path = name_or_path;
+  } else {
+    for (const auto& d : plugin_dirs()) {
+      std::string cand = d.ends_with("/*") ? d.substr(0, d.size() - 1) + name_or_path + "/" + name_or_path + ".so"
+                                           : d + "/" + name_or_path + ".so";
+      if (::access(cand.c_str(), R_OK) == 0) {
+        path = cand;
+        break;
+      }
+    }
+    if (path.empty()) {
+      std::string list;
+      for (const auto& n : available()) list += (list.empty() ? "" : ", ") + n;
+      return Error::msg("unknown plugin '" + name_or_path + "' (available: " +
+                        (list.empty() ? std::string("none found") : list) + ")");
+    }
+  }
+  for (const auto& l : plugins_)
+    if (l.path == path) return {};
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return Error::msg("cannot load plugin " + path + ": " + ::dlerror());
+  auto init = reinterpret_cast<ft_plugin_init_fn>(::dlsym(h, FT_PLUGIN_INIT_SYMBOL));
+  if (!init) {
+    ::dlclose(h);
+    return Error::msg("plugin " + path + " has no " FT_PLUGIN_INIT_SYMBOL " function");
+  }
+  const ft_plugin* p = init(&kHostApi);
+  if (!p) {
+    ::dlclose(h);
+    return Error::msg("plugin " + path + " refused to start");
+  }
+  if (p->api_version != FT_PLUGIN_API_VERSION) {
+    uint32_t v = p->api_version;
+    ::dlclose(h);
+    return Error::msg("plugin " + path + " was built for plugin API version " + std::to_string(v) +
+                      ", this functracer speaks version " + std::to_string(FT_PLUGIN_API_VERSION));
+  }
+  if (plugins_.size() >= 64) return Error::msg("too many plugins (at most 64)");
+  plugins_.push_back({h, p, path});
+  return {};
+}
+
+std::string PluginHost::names() const {
+  std::string s;
+  for (const auto& l : plugins_) s += (s.empty() ? "" : ",") + std::string(l.plugin->name ? l.plugin->name : "?");
+  return s;
+}
+
+const char* PluginHost::option(const char* key) const {
+  auto it = options_.find(key);
+  return it == options_.end() ? nullptr : it->second.c_str();
+}
+
+PluginHost::Interest PluginHost::offer(const ft_symbol& sym) {
+  Interest in;
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    const ft_plugin* p = plugins_[i].plugin;
+    if (!p->symbol) continue;
+    unsigned f = p->symbol(p->data, &sym);
+    if (f & FT_TRACE_ENTRY) in.entry_mask |= 1ull << i;
+    if (f & FT_TRACE_RETURN) in.return_mask |= 1ull << i;
+    if (f & FT_TRACE_PARAMS) in.params = true;
+  }
+  return in;
+}
+
+void PluginHost::call(ft_ctx& ctx, const FunctionInfo& fn) {
+  ft_function v = fn.view();
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if ((fn.entry_mask >> i) & 1) {
+      const ft_plugin* p = plugins_[i].plugin;
+      if (p->call) p->call(p->data, &ctx, &v);
+    }
+}
+
+void PluginHost::ret(ft_ctx& ctx, const FunctionInfo& fn) {
+  ft_function v = fn.view();
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if ((fn.return_mask >> i) & 1) {
+      const ft_plugin* p = plugins_[i].plugin;
+      if (p->ret) p->ret(p->data, &ctx, &v);
+    }
+}
+
+void PluginHost::unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason) {
+  ft_function v = fn.view();
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if ((fn.return_mask >> i) & 1) {
+      const ft_plugin* p = plugins_[i].plugin;
+      if (p->unwound) p->unwound(p->data, &ctx, &v, reason);
+    }
+}
+
+void PluginHost::event(ft_ctx& ctx, const ft_event& ev) {
+  for (const auto& l : plugins_)
+    if (l.plugin->event) l.plugin->event(l.plugin->data, &ctx, &ev);
+}
+
+void PluginHost::finish() {
+  for (const auto& l : plugins_)
+    if (l.plugin->finish) l.plugin->finish(l.plugin->data);
+}
+
+void PluginHost::record(ft_ctx& ctx, TraceRecord& r) {
+  Process* p = ctx.process;
+  if (!p || !p->trace) return;
+  r.tid = ctx.thread ? ctx.thread->tid : p->pid();
+  r.ts_ns = ctx.now_ns;
+  p->trace->write(r);
+}
+
+void PluginHost::print(ft_ctx& ctx, const std::string& text) {
+  if (!streaming_) return;
+  int tid = ctx.thread ? ctx.thread->tid : ctx.process->pid();
+  log::write_line("", fmt::format("[pid {}] {}", tid, text));
+}
+
+}  // namespace ft

@@ -1,1 +1,79 @@
-// placeholder
+#include "core/ptrace.h"
+
+#include <sys/ptrace.h>
+
+#include <cerrno>
+#include <string>
+
+#include "core/log.h"
+
+namespace ft::ptrace {
+namespace {
+
+const char* request_name(__ptrace_request req) {
+  switch (req) {
+    case PTRACE_SEIZE: return "SEIZE";
+    case PTRACE_SETOPTIONS: return "SETOPTIONS";
+    case PTRACE_CONT: return "CONT";
+    case PTRACE_LISTEN: return "LISTEN";
+    case PTRACE_DETACH: return "DETACH";
+    case PTRACE_INTERRUPT: return "INTERRUPT";
+    case PTRACE_GETREGS: return "GETREGS";
+    case PTRACE_SETREGS: return "SETREGS";
+    case PTRACE_GETEVENTMSG: return "GETEVENTMSG";
+    case PTRACE_GETSIGINFO: return "GETSIGINFO";
+    default: return "?";
+  }
+}
+
+Status request(__ptrace_request req, pid_t tid, void* addr, void* data) {
+  errno = 0;
+  long rc = ::ptrace(req, tid, addr, data);
+  if (rc == -1 && errno != 0) {
+    int err = errno;
+    FT_DEBUG("ptrace({}, {}) failed: {}", request_name(req), tid, std::strerror(err));
+    return Error::from_errno(err, std::string("ptrace ") + request_name(req) + " of thread " +
+                                      std::to_string(tid));
+  }
+  FT_DEBUG("ptrace({}, {}, {}, {})", request_name(req), tid, addr, data);
+  return {};
+}
+
+void* as_data(unsigned long v) { return reinterpret_cast<void*>(v); }
+
+}  // namespace
+
+Status seize(pid_t tid, unsigned long options) { return request(PTRACE_SEIZE, tid, nullptr, as_data(options)); }
+Status set_options(pid_t tid, unsigned long options) {
+  return request(PTRACE_SETOPTIONS, tid, nullptr, as_data(options));
+}
+Status cont(pid_t tid, int sig) { return request(PTRACE_CONT, tid, nullptr, as_data(static_cast<unsigned>(sig))); }
+Status listen(pid_t tid) { return request(PTRACE_LISTEN, tid, nullptr, nullptr); }
+Status detach(pid_t tid, int sig) {
+  return request(PTRACE_DETACH, tid, nullptr, as_data(static_cast<unsigned>(sig)));
+}
+Status interrupt(pid_t tid) { return request(PTRACE_INTERRUPT, tid, nullptr, nullptr); }
+
+Result<Registers> get_regs(pid_t tid) {
+  Registers r;
+  if (auto s = request(PTRACE_GETREGS, tid, nullptr, &r.raw); !s) return s.error();
+  return r;
+}
+
+Status set_regs(pid_t tid, const Registers& regs) {
+  return request(PTRACE_SETREGS, tid, nullptr, const_cast<user_regs_struct*>(&regs.raw));
+}
+
+Result<unsigned long> event_msg(pid_t tid) {
+  unsigned long msg = 0;
+  if (auto s = request(PTRACE_GETEVENTMSG, tid, nullptr, &msg); !s) return s.error();
+  return msg;
+}
+
+Result<siginfo_t> siginfo(pid_t tid) {
+  siginfo_t si{};
+  if (auto s = request(PTRACE_GETSIGINFO, tid, nullptr, &si); !s) return s.error();
+  return si;
+}
+
+}  // namespace ft::ptrace

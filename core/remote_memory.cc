@@ -1,1 +1,105 @@
-// placeholder
+#include "core/remote_memory.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/log.h"
+
+namespace ft {
+
+RemoteMemory::~RemoteMemory() { close(); }
+
+Status RemoteMemory::open() {
+  std::string path = "/proc/" + std::to_string(pid_) + "/mem";
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return Error::from_errno(errno, "cannot open " + path);
+  close();
+  fd_ = fd;
+  return {};
+}
+
+Status RemoteMemory::reopen() { return open(); }
+
+void RemoteMemory::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Result<size_t> RemoteMemory::read(RemoteAddr addr, std::span<uint8_t> buf) const {
+  size_t done = 0;
+  while (done < buf.size()) {
+    ssize_t n = ::pread(fd_, buf.data() + done, buf.size() - done,
+                        static_cast<off_t>(addr.value() + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (done > 0) break;
+      return Error::from_errno(errno, fmt::format("cannot read memory of process {} at {:#x}", pid_,
+                                                  addr.value()));
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done == 0 && !buf.empty())
+    return Error::msg(fmt::format("cannot read memory of process {} at {:#x}", pid_, addr.value()));
+  return done;
+}
+
+Status RemoteMemory::read_exact(RemoteAddr addr, std::span<uint8_t> buf) const {
+  auto n = read(addr, buf);
+  if (!n) return n.error();
+  if (*n != buf.size())
+    return Error::msg(fmt::format("short read of process {} memory at {:#x}", pid_, addr.value()));
+  return {};
+}
+
+Status RemoteMemory::write(RemoteAddr addr, std::span<const uint8_t> data) const {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
+                         static_cast<off_t>(addr.value() + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return Error::from_errno(n < 0 ? errno : EIO,
+                               fmt::format("cannot write memory of process {} at {:#x}", pid_,
+                                           addr.value() + done));
+    done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+Result<uint64_t> RemoteMemory::read_u64(RemoteAddr addr) const {
+  uint64_t v = 0;
+  if (auto s = read_exact(addr, {reinterpret_cast<uint8_t*>(&v), sizeof v}); !s) return s.error();
+  return v;
+}
+
+Status RemoteMemory::write_u64(RemoteAddr addr, uint64_t v) const {
+  return write(addr, {reinterpret_cast<const uint8_t*>(&v), sizeof v});
+}
+
+Result<std::string> RemoteMemory::read_string(RemoteAddr addr, size_t max) const {
+  std::string out;
+  uint8_t chunk[256];
+  while (out.size() < max) {
+    // Never read across a page boundary in one go: the next page may be unmapped.
+    uint64_t a = addr.value() + out.size();
+    size_t to_page = 4096 - (a & 4095);
+    size_t want = std::min({sizeof chunk, to_page, max - out.size()});
+    auto n = read(RemoteAddr(a), {chunk, want});
+    if (!n) {
+      if (out.empty()) return n.error();
+      break;
+    }
+    for (size_t i = 0; i < *n; ++i) {
+      if (chunk[i] == 0) return out;
+      out.push_back(static_cast<char>(chunk[i]));
+    }
+    if (*n < want) break;
+  }
+  return out;
+}
+
+}  // namespace ft

@@ -53,8 +53,14 @@ struct TraceRecord {
   const HexList* get_list(std::string_view key) const;
 };
 
-// One line, without the trailing newline.
+// One line, without the trailing newline. The type and every key must match
+// [a-z0-9_]+ (not checked here: this is the writer's hot path).
 std::string format_record(const TraceRecord& r);
+// Same, appended to `out` (no allocation when `out` has room): for buffered writers.
+void append_record(std::string& out, const TraceRecord& r);
+// Appends `s` as a double-quoted string value with the trace escapes (\\ \" \n \t \r,
+// \xHH for other bytes below 0x20 or from 0x7f): the result is printable ASCII.
+void append_quoted(std::string& out, std::string_view s);
 // Parses one line (no trailing newline). Errors name what is wrong with the line.
 Result<TraceRecord> parse_record(std::string_view line);
 

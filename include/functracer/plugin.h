@@ -1,1 +1,159 @@
-/* placeholder */
+/*
+ * functracer plugin API — a versioned C ABI.
+ *
+ * A plugin is a shared object that exports one function:
+ *
+ *     const ft_plugin *functracer_plugin_init(const ft_host_api *host);
+ *
+ * functracer dlopens the plugin (by name from its plugin directory, or by path), calls
+ * the init function once with the host's table of helpers, and checks the returned
+ * table's api_version against FT_PLUGIN_API_VERSION: a plugin built for another
+ * version is refused with a clear message. Init returns NULL to refuse to run (after
+ * printing why through host->warn).
+ *
+ * Threading: every callback runs on functracer's single tracing thread, while the
+ * traced thread named by the context is stopped. A context (ft_ctx) is valid only
+ * during the callback that received it.
+ *
+ * Which functions are traced is decided by the plugins: for every function symbol of
+ * every module the program maps, the host asks each plugin's `symbol` callback, which
+ * returns FT_TRACE_* flags (0: not interested). A function is traced if any plugin
+ * wants it; call/return events go to the plugins that asked for them.
+ *
+ * Nothing C++ crosses this boundary; all strings are NUL-terminated UTF-8 or raw bytes
+ * as in the program.
+ */
+#ifndef FUNCTRACER_PLUGIN_H
+#define FUNCTRACER_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_PLUGIN_API_VERSION 1u
+
+typedef uint64_t ft_addr;     /* an address in the traced process */
+typedef struct ft_ctx ft_ctx; /* opaque: the event being delivered */
+
+/* What a plugin wants for a function (returned by ft_plugin.symbol). */
+enum {
+  FT_TRACE_ENTRY = 1u << 0,  /* report calls */
+  FT_TRACE_RETURN = 1u << 1, /* report returns (hijacks the return address) */
+  FT_TRACE_PARAMS = 1u << 2, /* look up parameter types in DWARF (ft_function.params) */
+};
+
+/* A function symbol offered to plugins when its module is mapped. */
+typedef struct ft_symbol {
+  const char *name;      /* as in the symbol table (mangled); PLT stubs are "NAME@plt" */
+  const char *demangled; /* demangled C++ name, or the same pointer as name */
+  const char *module;    /* path of the module that defines it */
+  ft_addr address;       /* run-time address of its entry */
+  uint64_t size;
+  int is_plt;            /* a PLT stub of the module */
+  int is_main_program;   /* defined in the main executable */
+} ft_symbol;
+
+enum ft_param_kind { FT_PARAM_INTEGER, FT_PARAM_POINTER, FT_PARAM_STRING, FT_PARAM_FLOAT, FT_PARAM_OTHER };
+
+/* A traced function, as seen in call/return events. */
+typedef struct ft_function {
+  const char *name;
+  const char *demangled;
+  const char *module;
+  ft_addr address;
+  int nparams;                       /* -1: unknown (no DWARF, or FT_TRACE_PARAMS not asked) */
+  const enum ft_param_kind *params;  /* nparams entries, in integer-register order */
+} ft_function;
+
+/* Lifecycle events (ft_plugin.event). */
+enum ft_event_kind {
+  FT_EVENT_PROCESS_CREATED, /* tracing of a process started (launch, attach, fork) */
+  FT_EVENT_THREAD_CREATED,
+  FT_EVENT_THREAD_EXITED,   /* value: exit status */
+  FT_EVENT_EXEC,            /* text: new executable */
+  FT_EVENT_SIGNAL,          /* value: signal number delivered to the program */
+  FT_EVENT_EXITED,          /* value: exit status of the process */
+  FT_EVENT_KILLED,          /* value: signal number; address: faulting address or 0 */
+  FT_EVENT_DETACHED,        /* functracer let go of the process (interrupted) */
+};
+
+typedef struct ft_event {
+  enum ft_event_kind kind;
+  int64_t value;
+  ft_addr address;
+  const char *text;
+} ft_event;
+
+/* A field of a record written to the trace (see doc/trace-format.md). */
+enum ft_field_kind { FT_FIELD_INT, FT_FIELD_HEX, FT_FIELD_STRING, FT_FIELD_HEX_LIST };
+typedef struct ft_field {
+  const char *key; /* [a-z0-9_]+ */
+  enum ft_field_kind kind;
+  int64_t i;          /* FT_FIELD_INT */
+  uint64_t u;         /* FT_FIELD_HEX */
+  const char *s;      /* FT_FIELD_STRING (NUL-terminated) */
+  const uint64_t *list; /* FT_FIELD_HEX_LIST */
+  size_t list_len;
+} ft_field;
+
+/* Helpers functracer offers to plugins. */
+typedef struct ft_host_api {
+  uint32_t api_version; /* FT_PLUGIN_API_VERSION of the host */
+  uint32_t size;        /* sizeof(ft_host_api) of the host */
+
+  /* Session configuration: "audit" (the -a patterns), "output" (the -o dir, NULL when
+   * streaming to stderr), "backtrace_depth". NULL when not set. */
+  const char *(*option)(const char *name);
+  void (*warn)(const char *message); /* one line on stderr, prefixed "functracer: " */
+
+  /* The event's process and thread, time (CLOCK_MONOTONIC ns) and call depth. */
+  int (*pid)(ft_ctx *ctx);
+  int (*tid)(ft_ctx *ctx);
+  uint64_t (*time_ns)(ft_ctx *ctx);
+  unsigned (*depth)(ft_ctx *ctx);
+
+  /* Integer argument i (0..5) at a call, the return value at a return. */
+  uint64_t (*arg)(ft_ctx *ctx, unsigned i);
+  uint64_t (*retval)(ft_ctx *ctx);
+
+  /* Read the traced process's memory. Return bytes read, or -1. read_string stops at
+   * NUL or n-1 bytes and always terminates buf. */
+  long (*read_memory)(ft_ctx *ctx, ft_addr addr, void *buf, size_t n);
+  long (*read_string)(ft_ctx *ctx, ft_addr addr, char *buf, size_t n);
+
+  /* Append a record to the trace of ctx's process (sequence number, tid and time are
+   * added by the host). With no output directory the trace is streamed to stderr. */
+  void (*record)(ft_ctx *ctx, const char *type, const ft_field *fields, size_t nfields);
+  /* When streaming (no -o): print one human-readable line for ctx's thread on stderr,
+   * prefixed with the pid/tid. Ignored when writing trace files. */
+  void (*print)(ft_ctx *ctx, const char *line);
+} ft_host_api;
+
+/* What a plugin gives functracer. Unused callbacks may be NULL. */
+typedef struct ft_plugin {
+  uint32_t api_version; /* must be FT_PLUGIN_API_VERSION */
+  uint32_t size;        /* sizeof(ft_plugin) */
+  const char *name;
+  void *data;           /* passed back to every callback */
+
+  unsigned (*symbol)(void *data, const ft_symbol *sym);
+  void (*call)(void *data, ft_ctx *ctx, const ft_function *fn);
+  void (*ret)(void *data, ft_ctx *ctx, const ft_function *fn);
+  /* The frame of fn was left without a return; reason "longjmp", "exception", "exit". */
+  void (*unwound)(void *data, ft_ctx *ctx, const ft_function *fn, const char *reason);
+  void (*event)(void *data, ft_ctx *ctx, const ft_event *ev);
+  /* End of the session (all processes gone or detached). */
+  void (*finish)(void *data);
+} ft_plugin;
+
+typedef const ft_plugin *(*ft_plugin_init_fn)(const ft_host_api *host);
+#define FT_PLUGIN_INIT_SYMBOL "functracer_plugin_init"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FUNCTRACER_PLUGIN_H */

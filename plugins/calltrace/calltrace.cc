@@ -1,1 +1,258 @@
-// placeholder
+// calltrace: records calls and returns of the functions selected with -a (every
+// function of the main executable when no -a is given), with the six integer argument
+// registers, string arguments where DWARF says a parameter is a char *, return values
+// and call depth. With -o the records go to the trace file; without, an ltrace-like
+// call log is printed on stderr.
+#include <fnmatch.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "functracer/plugin.h"
+
+namespace {
+
+const ft_host_api* host = nullptr;
+
+struct Pattern {
+  std::string glob;
+  std::string lib;  // PATTERN@LIB: only modules whose path contains LIB
+  bool matched = false;
+};
+
+struct PendingCall {
+  std::string text;
+  unsigned depth = 0;
+  bool open = false;  // printed as "name(args) {"
+};
+
+struct State {
+  std::vector<Pattern> patterns;
+  bool streaming = false;
+  std::unordered_map<int, PendingCall> pending;  // per tid: a call not printed yet
+};
+
+State state;
+
+constexpr size_t kMaxString = 256;
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+void add_pattern(const std::string& raw) {
+  std::string p = trim(raw);
+  if (p.empty() || p[0] == '#') return;
+  Pattern pat;
+  // A '@' followed by something that is not part of a symbol version ("@plt" is a PLT
+  // stub name, "@@" a version) limits the pattern to a library.
+  size_t at = p.rfind('@');
+  if (at != std::string::npos && at > 0 && p[at - 1] != '@' && p.substr(at) != "@plt") {
+    pat.glob = p.substr(0, at);
+    pat.lib = p.substr(at + 1);
+  } else {
+    pat.glob = p;
+  }
+  state.patterns.push_back(std::move(pat));
+}
+
+bool parse_audit(const char* audit) {
+  std::string s = audit;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    std::string item = s.substr(start, comma - start);
+    if (!item.empty() && item[0] == '@') {
+      std::ifstream f(item.substr(1));
+      if (!f) {
+        std::string msg = "calltrace: cannot read pattern file " + item.substr(1);
+        host->warn(msg.c_str());
+        return false;
+      }
+      std::string line;
+      while (std::getline(f, line)) add_pattern(line);
+    } else {
+      add_pattern(item);
+    }
+    start = comma + 1;
+  }
+  return true;
+}
+
+bool compiler_generated(const char* name) {
+  static const char* const kNames[] = {"_start", "_init", "_fini", "frame_dummy", "register_tm_clones",
+                                       "deregister_tm_clones", "__do_global_dtors_aux", "__libc_csu_init",
+                                       "__libc_csu_fini", "_dl_relocate_static_pie"};
+  for (const char* n : kNames)
+    if (std::strcmp(n, name) == 0) return true;
+  return false;
+}
+
+unsigned on_symbol(void*, const ft_symbol* sym) {
+  const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_PARAMS;
+  if (state.patterns.empty()) {
+    if (!sym->is_main_program || sym->is_plt || compiler_generated(sym->name)) return 0;
+    return want;
+  }
+  unsigned flags = 0;
+  for (auto& p : state.patterns) {
+    if (!p.lib.empty() && !std::strstr(sym->module, p.lib.c_str())) continue;
+    if (fnmatch(p.glob.c_str(), sym->name, 0) == 0 ||
+        (sym->demangled && fnmatch(p.glob.c_str(), sym->demangled, 0) == 0)) {
+      p.matched = true;
+      flags = want;
+    }
+  }
+  return flags;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\x%02x", c);
+          out += b;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+std::string indent(unsigned depth) { return std::string(2 * depth, ' '); }
+
+void flush_pending(ft_ctx* ctx, int tid) {
+  auto it = state.pending.find(tid);
+  if (it == state.pending.end() || it->second.open) return;
+  std::string line = indent(it->second.depth) + it->second.text + " {";
+  host->print(ctx, line.c_str());
+  it->second.open = true;
+}
+
+void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
+  uint64_t args[6];
+  for (unsigned i = 0; i < 6; ++i) args[i] = host->arg(ctx, i);
+  ft_field fields[4 + 6];
+  size_t n = 0;
+  fields[n++] = ft_field{"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0};
+  fields[n++] = ft_field{"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0};
+  fields[n++] = ft_field{"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0};
+  fields[n++] = ft_field{"args", FT_FIELD_HEX_LIST, 0, 0, nullptr, args, 6};
+  static const char* const kStrKeys[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
+  std::string strs[6];
+  bool is_str[6] = {};
+  int shown = fn->nparams < 0 ? 6 : (fn->nparams > 6 ? 6 : fn->nparams);
+  for (int i = 0; i < shown && fn->nparams >= 0; ++i) {
+    if (fn->params[i] != FT_PARAM_STRING || args[i] == 0) continue;
+    char buf[kMaxString + 1];
+    if (host->read_string(ctx, args[i], buf, sizeof buf) < 0) continue;
+    strs[i] = buf;
+    is_str[i] = true;
+    fields[n++] = ft_field{kStrKeys[i], FT_FIELD_STRING, 0, 0, strs[i].c_str(), nullptr, 0};
+  }
+  host->record(ctx, "call", fields, n);
+
+  if (!state.streaming) return;
+  int tid = host->tid(ctx);
+  flush_pending(ctx, tid);  // the caller has a callee: print it as an open call
+  std::string text = fn->demangled && fn->demangled[0] ? fn->demangled : fn->name;
+  // Demangled C++ names already carry the parameter list; show values after it.
+  text += "(";
+  for (int i = 0; i < shown; ++i) {
+    if (i) text += ", ";
+    if (is_str[i]) text += quote(strs[i]);
+    else if (fn->nparams >= 0 && fn->params[i] == FT_PARAM_INTEGER) text += std::to_string(static_cast<int64_t>(args[i]));
+    else text += hex(args[i]);
+  }
+  text += ")";
+  state.pending[tid] = PendingCall{text, host->depth(ctx), false};
+}
+
+void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
+  uint64_t rv = host->retval(ctx);
+  ft_field fields[4] = {
+      {"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0},
+      {"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0},
+      {"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0},
+      {"retval", FT_FIELD_HEX, 0, rv, nullptr, nullptr, 0},
+  };
+  host->record(ctx, "return", fields, 4);
+  if (!state.streaming) return;
+  int tid = host->tid(ctx);
+  auto it = state.pending.find(tid);
+  std::string line;
+  if (it != state.pending.end() && !it->second.open && it->second.depth == host->depth(ctx)) {
+    line = indent(it->second.depth) + it->second.text + " = " + hex(rv);
+  } else {
+    line = indent(host->depth(ctx)) + "} = " + hex(rv) + "  /* " + (fn->demangled ? fn->demangled : fn->name) + " */";
+  }
+  if (it != state.pending.end()) state.pending.erase(it);
+  host->print(ctx, line.c_str());
+}
+
+void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char* reason) {
+  ft_field fields[4] = {
+      {"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0},
+      {"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0},
+      {"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0},
+      {"reason", FT_FIELD_STRING, 0, 0, reason, nullptr, 0},
+  };
+  host->record(ctx, "unwound", fields, 4);
+  if (!state.streaming) return;
+  int tid = host->tid(ctx);
+  flush_pending(ctx, tid);
+  state.pending.erase(tid);
+  std::string line = indent(host->depth(ctx)) + "} <unwound: " + reason + ">  /* " +
+                     (fn->demangled ? fn->demangled : fn->name) + " */";
+  host->print(ctx, line.c_str());
+}
+
+void on_event(void*, ft_ctx* ctx, const ft_event*) {
+  if (state.streaming) flush_pending(ctx, host->tid(ctx));
+}
+
+void on_finish(void*) {
+  for (const auto& p : state.patterns)
+    if (!p.matched) {
+      std::string msg = "pattern '" + p.glob + (p.lib.empty() ? "" : "@" + p.lib) + "' matched no function";
+      host->warn(msg.c_str());
+    }
+}
+
+ft_plugin plugin = {
+    FT_PLUGIN_API_VERSION, sizeof(ft_plugin), "calltrace", nullptr, on_symbol, on_call, on_return, on_unwound,
+    on_event, on_finish,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const ft_plugin* functracer_plugin_init(const ft_host_api* h) {
+  if (h->api_version != FT_PLUGIN_API_VERSION) return nullptr;
+  host = h;
+  state = State{};
+  state.streaming = h->option("output") == nullptr;
+  if (const char* audit = h->option("audit"))
+    if (!parse_audit(audit)) return nullptr;
+  return &plugin;
+}

@@ -1,0 +1,85 @@
+// CallStack: one thread's shadow stack for the shared return trampoline.
+//
+// At a traced entry the return address at [sp] (the "slot") is saved here and
+// replaced by the trampoline's address; when the function returns it lands on the
+// trampoline, the matching frame is popped, the return is reported, and the thread
+// resumes at the real return address. The stack must stay right when functions do not
+// return normally:
+//  - tail calls: a traced function jumps (not calls) to another traced one, so at the
+//    second entry [sp] already holds the trampoline. The new frame shares the slot
+//    (tail = true); one trampoline hit then returns both.
+//  - longjmp / siglongjmp: frames are abandoned. Their slots are below the stack
+//    pointer of any later entry or return on the same stack, which is how they are
+//    found and reported as unwound ("longjmp"). Slots far away (another stack, e.g. a
+//    sigaltstack handler) are not taken as abandoned.
+//  - C++ exceptions: the unwinder reads return addresses from the stack and must see
+//    the real ones. disarm() lists every hijacked slot to restore before it runs;
+//    rearm(sp) after the catch reports frames below sp as unwound ("exception") and
+//    lists the slots of the surviving frames to hijack again.
+// The class is pure bookkeeping: the caller reads and writes tracee memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ft {
+
+struct ShadowFrame {
+  uint64_t slot = 0;      // stack address of the hijacked return address
+  uint64_t real_ret = 0;  // the return address the function was called with
+  uint32_t fn = 0;        // the caller's function id
+  uint64_t entry_ns = 0;
+  bool tail = false;      // entered by a tail call: shares slot with the frame below
+  bool armed = true;      // the slot holds the trampoline (false between disarm and rearm)
+};
+
+class CallStack {
+ public:
+  // Slots farther apart than this are on different stacks.
+  static constexpr uint64_t kSameStackDistance = 256ull << 20;
+
+  struct Entry {
+    std::vector<ShadowFrame> abandoned;  // popped (innermost first): report as unwound
+    bool write_trampoline = false;       // the caller must write the trampoline into slot
+  };
+  // A traced function was entered; ret_at_slot is the value currently at [slot].
+  Entry push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
+  // Remove the frame push() just added (the hijack could not be written).
+  void pop_last() { frames_.pop_back(); }
+
+  struct Return {
+    bool found = false;
+    uint64_t real_ret = 0;
+    std::vector<ShadowFrame> abandoned;  // innermost first: unwound (longjmp)
+    std::vector<ShadowFrame> returned;   // innermost first: returned with the same value
+  };
+  // The trampoline was reached with sp_after = the stack pointer after the ret.
+  Return pop(uint64_t sp_after);
+
+  // Slots to restore (slot, real return address) so an unwinder sees real addresses.
+  std::vector<std::pair<uint64_t, uint64_t>> disarm();
+  bool disarmed() const { return disarmed_; }
+  struct Rearm {
+    std::vector<ShadowFrame> dead;   // innermost first: unwound (exception)
+    std::vector<uint64_t> slots;     // write the trampoline into these
+  };
+  Rearm rearm(uint64_t sp);
+
+  // Everything, innermost first (thread exit, exec, detach).
+  std::vector<ShadowFrame> take_all();
+
+  size_t depth() const { return frames_.size(); }
+  bool empty() const { return frames_.empty(); }
+  const std::vector<ShadowFrame>& frames() const { return frames_; }
+
+ private:
+  // Frames above (deeper than) `slot` on the same stack, or exactly at it when
+  // include_equal, are abandoned.
+  std::vector<ShadowFrame> drop_below(uint64_t slot, bool include_equal);
+
+  std::vector<ShadowFrame> frames_;  // outermost first
+  bool disarmed_ = false;
+};
+
+}  // namespace ft

@@ -1,0 +1,80 @@
+// PluginHost: loads plugins (dlopen by name from the plugin directory, or by path),
+// checks their API version, offers them every function symbol and dispatches events.
+// It also implements the helper table (ft_host_api) plugins call back into; the event
+// context handed to them (ft_ctx) is defined here.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/process.h"
+#include "core/registers.h"
+#include "core/result.h"
+#include "functracer/plugin.h"
+
+struct ft_ctx {
+  ft::Process* process = nullptr;
+  ft::Thread* thread = nullptr;
+  const ft::Registers* regs = nullptr;
+  uint64_t now_ns = 0;
+  unsigned depth = 0;
+};
+
+namespace ft {
+
+class PluginHost {
+ public:
+  PluginHost();
+  ~PluginHost();
+
+  // NAME (looked up in the plugin directories) or a path to a .so.
+  Status load(const std::string& name_or_path);
+  size_t count() const { return plugins_.size(); }
+  std::string names() const;  // comma-separated
+
+  void set_option(const std::string& key, const std::string& value) { options_[key] = value; }
+  const char* option(const char* key) const;
+  void set_streaming(bool s) { streaming_ = s; }
+  bool streaming() const { return streaming_; }
+
+  struct Interest {
+    uint64_t entry_mask = 0, return_mask = 0;
+    bool params = false;
+    bool any() const { return entry_mask || return_mask; }
+  };
+  Interest offer(const ft_symbol& sym);
+
+  void call(ft_ctx& ctx, const FunctionInfo& fn);
+  void ret(ft_ctx& ctx, const FunctionInfo& fn);
+  void unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason);
+  void event(ft_ctx& ctx, const ft_event& ev);
+  void finish();
+
+  // Writes a record to ctx's process trace (or nothing when streaming).
+  void record(ft_ctx& ctx, TraceRecord& r);
+  // A line on stderr when streaming: "[pid tid] text".
+  void print(ft_ctx& ctx, const std::string& text);
+
+  // Directories searched for plugins by name, in order.
+  static std::vector<std::string> plugin_dirs();
+  static std::vector<std::string> available();
+
+ private:
+  struct Loaded {
+    void* handle = nullptr;
+    const ft_plugin* plugin = nullptr;
+    std::string path;
+  };
+  std::vector<Loaded> plugins_;
+  std::map<std::string, std::string> options_;
+  bool streaming_ = false;
+};
+
+// The host of the running session (the C callbacks find it here).
+PluginHost& plugin_host();
+
+}  // namespace ft

@@ -1,0 +1,132 @@
+// Process and Thread: the tracer's model of a traced thread group.
+//
+// A Process owns its address-space state: the mapped modules and their symbols, the
+// entry breakpoints planted in its text, the out-of-line (SSOL) areas, the remote
+// memory handle and its trace file. It owns its threads; each Thread owns its shadow
+// call stack. The Tracer owns the processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "arch/relocation.h"
+#include "core/call_stack.h"
+#include "core/dwarf_params.h"
+#include "core/elf_image.h"
+#include "core/module_map.h"
+#include "core/remote_addr.h"
+#include "core/remote_memory.h"
+#include "core/ssol_area.h"
+#include "core/trace_writer.h"
+#include "functracer/plugin.h"
+
+namespace ft {
+
+struct Module {
+  MappedModule map;
+  std::shared_ptr<const ElfImage> elf;
+  uint64_t bias = 0;  // run-time address = link-time address + bias
+  bool is_main = false;
+  std::unique_ptr<DwarfParams> dwarf;  // opened on first use
+  bool dwarf_tried = false;
+};
+
+// A function the tracer has a breakpoint on, or had (ids stay valid for the shadow
+// stacks after the module is gone).
+struct FunctionInfo {
+  std::string name;       // as in the symbol table
+  std::string demangled;
+  std::string module;
+  RemoteAddr address;
+  uint64_t entry_mask = 0;   // plugins that want calls
+  uint64_t return_mask = 0;  // plugins that want returns
+  std::vector<ft_param_kind> params;
+  int nparams = -1;
+  ft_function view() const {
+    return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), nparams,
+                       params.empty() ? nullptr : params.data()};
+  }
+};
+
+// What the engine itself needs from a breakpoint besides reporting it.
+enum InternalHook : unsigned {
+  kHookNone = 0,
+  kHookLinker = 1u << 0,       // _dl_debug_state: the module list changed
+  kHookUnwindStart = 1u << 1,  // an unwinder starts reading return addresses
+  kHookCatch = 1u << 2,        // __cxa_begin_catch: unwinding finished
+};
+
+struct Breakpoint {
+  RemoteAddr addr;
+  uint8_t orig_byte = 0;
+  arch::Relocation reloc;
+  RemoteAddr slot;
+  uint32_t fn = 0;              // FunctionInfo id (valid when traced)
+  bool traced = false;
+  unsigned hooks = kHookNone;
+  const Module* module = nullptr;
+};
+
+class Process;
+
+struct Thread {
+  pid_t tid = 0;
+  Process* process = nullptr;
+  CallStack stack;
+  bool awaiting_initial_stop = false;  // new thread: its first stop is ours, not the program's
+  int held_signal = 0;                 // a signal to deliver at the next resume
+};
+
+class Process {
+ public:
+  explicit Process(pid_t pid) : pid_(pid), mem_(pid) {}
+
+  pid_t pid() const { return pid_; }
+  RemoteMemory& mem() { return mem_; }
+
+  std::string exe;
+  std::string cmdline;
+  std::vector<std::unique_ptr<Module>> modules;
+  std::unordered_map<uint64_t, Breakpoint> breakpoints;  // by address
+  std::vector<FunctionInfo> functions;                   // by id
+  std::vector<std::unique_ptr<SsolArea>> areas;
+  RemoteAddr trampoline;
+  RemoteAddr r_debug;  // the dynamic linker's struct r_debug, if known
+  std::map<pid_t, std::unique_ptr<Thread>> threads;
+  std::unique_ptr<TraceWriter> trace;
+  bool silent = false;        // a child kept under control only until it execs (not reported)
+  bool started = false;       // the first exec of a launched program has been seen
+  bool release_pending = false;  // an unfollowed fork child: clean up and detach at its first stop
+  bool shares_memory = false;    // a followed vfork/CLONE_VM child: its memory is its parent's
+  int fatal_signal = 0;       // the last fatal signal delivered, with its faulting address
+  uint64_t fault_addr = 0;
+  bool fault_addr_valid = false;
+  int exit_code = -1;         // set once it exited
+
+  Thread* add_thread(pid_t tid) {
+    auto t = std::make_unique<Thread>();
+    t->tid = tid;
+    t->process = this;
+    Thread* raw = t.get();
+    threads[tid] = std::move(t);
+    return raw;
+  }
+  bool is_trampoline(RemoteAddr ip) const { return !trampoline.null() && ip == trampoline; }
+  const Module* module_at(RemoteAddr a) const {
+    for (const auto& m : modules)
+      if (a.value() >= m->map.base && a.value() < m->map.end) return m.get();
+    return nullptr;
+  }
+
+ private:
+  pid_t pid_;
+  RemoteMemory mem_;
+};
+
+}  // namespace ft

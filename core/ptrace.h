@@ -1,0 +1,35 @@
+// Ptrace: the one place that calls ptrace(2). Every request returns a Result; ESRCH
+// ("the thread vanished": it was killed or exited while we looked away) is an
+// expected outcome that callers handle, not a crash. With -d every request is logged.
+//
+// Semantics we rely on (ptrace(2), "Attaching and detaching", "Stopped states"):
+//  - PTRACE_SEIZE attaches without stopping and enables PTRACE_EVENT_STOP reporting,
+//    so group-stops are distinguishable from signal-delivery-stops and new threads
+//    start with a PTRACE_EVENT_STOP instead of a SIGSTOP.
+//  - A restart request (CONT, LISTEN, DETACH) is only valid while the thread is in a
+//    ptrace-stop; ESRCH otherwise.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/user.h>
+#include <signal.h>
+
+#include <cstdint>
+
+#include "core/registers.h"
+#include "core/result.h"
+
+namespace ft::ptrace {
+
+Status seize(pid_t tid, unsigned long options);
+Status set_options(pid_t tid, unsigned long options);
+Status cont(pid_t tid, int sig = 0);
+Status listen(pid_t tid);
+Status detach(pid_t tid, int sig = 0);
+Status interrupt(pid_t tid);
+Result<Registers> get_regs(pid_t tid);
+Status set_regs(pid_t tid, const Registers& regs);
+Result<unsigned long> event_msg(pid_t tid);
+Result<siginfo_t> siginfo(pid_t tid);
+
+}  // namespace ft::ptrace

@@ -1,0 +1,114 @@
+// Tracer: the ptrace control loop. It launches the program (fork, PTRACE_SEIZE, exec),
+// waits for every stop of every traced thread (waitpid(-1, __WALL)), and turns stops
+// into events: entry breakpoints, trampoline hits (returns), new threads and
+// processes, exec, signals, exits. See doc/internals.md for the life of a stop.
+//
+// Cost model: an entry breakpoint costs one ptrace stop (the displaced instruction is
+// emulated or run out of line, never single-stepped); a traced return costs one more
+// (the trampoline). Registers are fetched once per stop and written back at most once.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "core/options.h"
+#include "core/plugin_host.h"
+#include "core/process.h"
+#include "core/result.h"
+#include "core/wait_status.h"
+
+namespace ft {
+
+struct TracerStats {
+  uint64_t stops = 0;         // every ptrace stop reported by waitpid
+  uint64_t calls = 0;         // traced entries reported
+  uint64_t returns = 0;       // traced returns reported
+  uint64_t unwound = 0;       // frames left without returning
+  uint64_t lifecycle = 0;     // thread/process/signal events
+  uint64_t breakpoints = 0;   // planted
+  uint64_t refused = 0;       // functions that could not be traced safely
+  uint64_t events() const { return calls + returns + unwound + lifecycle; }
+};
+
+class Tracer {
+ public:
+  Tracer(const Options& opts, PluginHost& host);
+  ~Tracer();
+
+  // Runs the program to completion; returns functracer's exit status.
+  Result<int> run_launch();
+
+  const TracerStats& stats() const { return stats_; }
+  uint64_t elapsed_ns() const;
+
+  // Asynchronous requests from signal handlers (only set flags).
+  static void request_toggle();
+  static void request_stop(int sig, bool from_user);
+
+ private:
+  Result<pid_t> spawn();
+  void loop();
+  void handle_status(pid_t tid, int status);
+  void handle_new_task(Thread& parent, int event);
+  void handle_exec(Thread& t);
+  void handle_sigtrap(Thread& t);
+  void handle_signal(Thread& t, int sig);
+  void on_entry(Thread& t, Registers& regs, Breakpoint& bp);
+  void on_return(Thread& t, Registers& regs);
+  void thread_gone(Thread& t, const WaitStatus& ws);
+  void process_gone(Process& p, const WaitStatus& ws);
+  void resume(Thread& t, int sig = 0);
+  void start_initial_thread(Thread& t);
+
+  // Address space.
+  Status setup_address_space(Process& p, Thread& t, Registers& regs);
+  void rescan_modules(Process& p, Thread& t, Registers& regs);
+  void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
+  void plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
+             const PluginHost::Interest& in, unsigned hooks);
+  SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);
+  Result<uint64_t> inject_syscall(Process& p, Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+                                  std::initializer_list<uint64_t> args);
+  Result<Registers> run_to_trap(Thread& t, uint64_t expect_ip);
+  Status settle_after_exec(Process& p, Thread& t, Registers& regs);
+  Status apply_relocation(Process& p, const Breakpoint& bp, Registers& regs);
+  void rearm(Thread& t, uint64_t sp);
+  void disarm(Thread& t);
+
+  // Releasing a child that is not followed.
+  void release_child(Process& child, Thread* forking_thread);
+
+  // Reporting.
+  ft_ctx ctx(Process& p, Thread* t, const Registers* regs, unsigned depth = 0);
+  void emit(Process& p, Thread* t, TraceRecord r);
+  void lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
+                 TraceRecord r, const std::string& line);
+  void report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now);
+  Status open_trace(Process& p);
+  void write_modules(Process& p);
+  void write_module(Process& p, const Module& m);
+
+  Process* process_of(pid_t tid);
+  Thread* thread_of(pid_t tid);
+
+  const Options& opts_;
+  PluginHost& host_;
+  std::map<pid_t, std::unique_ptr<Process>> processes_;
+  std::unordered_map<pid_t, Thread*> threads_;
+  std::map<pid_t, int> early_stops_;   // stops of new tasks seen before their creation event
+  std::map<pid_t, std::pair<Process*, bool>> expected_;  // new tid -> (parent process, is thread)
+  pid_t main_pid_ = 0;
+  int main_exit_ = 0;
+  bool enabled_ = true;
+  uint64_t start_ns_ = 0;
+  TracerStats stats_;
+};
+
+uint64_t monotonic_ns();
+
+}  // namespace ft
