@@ -67,8 +67,9 @@ std::vector<std::pair<uint64_t, uint64_t>> CallStack::disarm() {
 
 CallStack::Rearm CallStack::rearm(uint64_t sp) {
   Rearm r;
-  // Frames whose slot is below sp were unwound through.
-  r.dead = drop_below(sp, /*include_equal=*/false);
+  // Called at a function entry, where [sp] is the return address of that very call:
+  // frames whose slot is at or below sp were unwound through.
+  r.dead = drop_below(sp, /*include_equal=*/true);
   for (auto& f : frames_) {
     if (!f.armed && !f.tail) r.slots.push_back(f.slot);
     f.armed = true;

@@ -1,1 +1,328 @@
-// placeholder
+// DwarfParams: parameter names and kinds of functions, from DWARF read with libdw.
+// See dwarf_params.h.
+#include "core/dwarf_params.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
+
+namespace ft {
+namespace {
+
+constexpr int kMaxTypeChain = 64;  // typedef/qualifier hops before giving up (corrupt DWARF)
+constexpr int kMaxNesting = 64;    // DIE nesting depth walked when indexing
+
+std::string hex(const unsigned char* p, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s += kHex[p[i] >> 4];
+    s += kHex[p[i] & 0xf];
+  }
+  return s;
+}
+
+// The file has a .debug_info (possibly compressed) with contents.
+bool has_debug_info(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name == nullptr) continue;
+    std::string_view n(name);
+    if (n == ".debug_info" || n == ".zdebug_info") return true;
+  }
+  return false;
+}
+
+std::string dir_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Follows typedefs and qualifiers; false when the chain ends in void or is broken.
+bool peel(Dwarf_Die* die) {
+  for (int i = 0; i < kMaxTypeChain; ++i) {
+    switch (dwarf_tag(die)) {
+      case DW_TAG_typedef:
+      case DW_TAG_const_type:
+      case DW_TAG_volatile_type:
+      case DW_TAG_restrict_type:
+      case DW_TAG_atomic_type:
+      case DW_TAG_immutable_type:
+      case DW_TAG_packed_type:
+      case DW_TAG_shared_type: {
+        Dwarf_Attribute attr;
+        if (dwarf_attr_integrate(die, DW_AT_type, &attr) == nullptr) return false;  // void
+        if (dwarf_formref_die(&attr, die) == nullptr) return false;
+        break;
+      }
+      default:
+        return true;
+    }
+  }
+  return false;
+}
+
+// The type a DIE refers to with DW_AT_type, typedefs and qualifiers removed.
+bool type_of(Dwarf_Die* die, Dwarf_Die* type) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(die, DW_AT_type, &attr) == nullptr) return false;
+  if (dwarf_formref_die(&attr, type) == nullptr) return false;
+  return peel(type);
+}
+
+bool is_char(Dwarf_Die* type) {
+  if (dwarf_tag(type) != DW_TAG_base_type) return false;
+  Dwarf_Attribute attr;
+  Dwarf_Word enc = 0;
+  if (dwarf_formudata(dwarf_attr_integrate(type, DW_AT_encoding, &attr), &enc) != 0) return false;
+  if (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char) return true;
+  return enc == DW_ATE_UTF && dwarf_bytesize(type) == 1;  // char8_t
+}
+
+ParamInfo::Kind classify(Dwarf_Die* param) {
+  using Kind = ParamInfo::Kind;
+  Dwarf_Die type;
+  if (!type_of(param, &type)) return Kind::Other;
+  switch (dwarf_tag(&type)) {
+    case DW_TAG_pointer_type: {
+      Dwarf_Die pointee;
+      if (type_of(&type, &pointee) && is_char(&pointee)) return Kind::String;
+      return Kind::Pointer;
+    }
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
+    case DW_TAG_unspecified_type:  // std::nullptr_t
+      return Kind::Pointer;
+    case DW_TAG_enumeration_type:
+      return Kind::Integer;
+    case DW_TAG_base_type: {
+      Dwarf_Attribute attr;
+      Dwarf_Word enc = 0;
+      if (dwarf_formudata(dwarf_attr_integrate(&type, DW_AT_encoding, &attr), &enc) != 0)
+        return Kind::Other;
+      int size = dwarf_bytesize(&type);
+      bool fits_register = size <= 8;  // -1 (unknown) counts as fitting
+      switch (enc) {
+        case DW_ATE_float:
+          return fits_register ? Kind::Float : Kind::Other;  // long double, _Float128: memory
+        case DW_ATE_signed:
+        case DW_ATE_unsigned:
+        case DW_ATE_signed_char:
+        case DW_ATE_unsigned_char:
+        case DW_ATE_boolean:
+        case DW_ATE_UTF:
+          return fits_register ? Kind::Integer : Kind::Other;  // __int128: two registers
+        default:
+          return Kind::Other;
+      }
+    }
+    default:
+      return Kind::Other;  // structs, unions, classes, pointers to members, ...
+  }
+}
+
+std::string name_of(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+  return name != nullptr ? name : "";
+}
+
+// Entry address of a subprogram: DW_AT_entry_pc, DW_AT_low_pc, or the first range.
+bool entry_of(Dwarf_Die* die, Dwarf_Addr* addr) {
+  if (dwarf_hasattr(die, DW_AT_entry_pc) && dwarf_entrypc(die, addr) == 0) return true;
+  if (dwarf_lowpc(die, addr) == 0) return true;
+  if (!dwarf_hasattr(die, DW_AT_ranges)) return false;
+  Dwarf_Addr base = 0, start = 0, end = 0;
+  if (dwarf_ranges(die, 0, &base, &start, &end) <= 0) return false;
+  *addr = start;
+  return true;
+}
+
+}  // namespace
+
+struct DwarfParams::Impl {
+  struct Entry {
+    uint64_t addr;
+    Dwarf_Die die;
+  };
+
+  int fd = -1;
+  Elf* elf = nullptr;
+  Dwarf* dwarf = nullptr;
+  bool indexed = false;
+  std::vector<Entry> index;  // subprograms with an address, sorted by address
+
+  ~Impl() {
+    if (dwarf != nullptr) dwarf_end(dwarf);
+    if (elf != nullptr) elf_end(elf);
+    if (fd >= 0) ::close(fd);
+  }
+
+  void build_index();
+  void walk(Dwarf_Die* parent, int depth);
+  void add(Dwarf_Die* die);
+};
+
+void DwarfParams::Impl::add(Dwarf_Die* die) {
+  Dwarf_Addr addr = 0;
+  if (!entry_of(die, &addr)) return;
+  // 0 and the -1/-2 tombstones mark functions the linker discarded.
+  if (addr == 0 || addr >= ~Dwarf_Addr{1}) return;
+  index.push_back(Entry{addr, *die});
+}
+
+void DwarfParams::Impl::walk(Dwarf_Die* parent, int depth) {
+  if (depth > kMaxNesting) return;
+  Dwarf_Die child;
+  if (dwarf_child(parent, &child) != 0) return;
+  do {
+    switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram: {
+        size_t before = index.size();
+        add(&child);
+        if (index.size() != before) walk(&child, depth + 1);  // nested functions
+        break;
+      }
+      case DW_TAG_namespace:
+      case DW_TAG_module:
+      case DW_TAG_class_type:
+      case DW_TAG_structure_type:
+      case DW_TAG_union_type:
+      case DW_TAG_interface_type:
+      case DW_TAG_lexical_block:
+        walk(&child, depth + 1);
+        break;
+      default:
+        break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+void DwarfParams::Impl::build_index() {
+  indexed = true;
+  Dwarf_CU* cu = nullptr;
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  Dwarf_Die cudie, subdie;
+  while (dwarf_get_units(dwarf, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
+    Dwarf_Die* root = nullptr;
+    if (unit_type == DW_UT_compile || unit_type == DW_UT_partial) {
+      root = &cudie;
+    } else if (unit_type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit) {
+      root = &subdie;  // split DWARF: the functions are in the .dwo unit
+    }
+    if (root != nullptr) walk(root, 0);
+  }
+  std::stable_sort(index.begin(), index.end(),
+                   [](const Entry& a, const Entry& b) { return a.addr < b.addr; });
+  index.shrink_to_fit();
+}
+
+DwarfParams::DwarfParams(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DwarfParams::~DwarfParams() = default;
+
+std::unique_ptr<DwarfParams> DwarfParams::open(const std::string& path,
+                                               const std::string& build_id,
+                                               const std::string& debuglink) {
+  static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
+  if (!libelf_ready) return nullptr;
+
+  // A DWARF source: an ELF file with .debug_info whose build-id, when checked and known
+  // on both sides, is the module's.
+  auto try_file = [](const std::string& file, const std::string& want_build_id,
+                     bool check_build_id) -> std::unique_ptr<Impl> {
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+    auto impl = std::make_unique<Impl>();
+    impl->fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (impl->fd < 0) return nullptr;
+    impl->elf = elf_begin(impl->fd, ELF_C_READ_MMAP, nullptr);
+    if (impl->elf == nullptr || elf_kind(impl->elf) != ELF_K_ELF) return nullptr;
+    if (!has_debug_info(impl->elf)) return nullptr;
+    if (check_build_id && !want_build_id.empty()) {
+      const void* bits = nullptr;
+      ssize_t len = dwelf_elf_gnu_build_id(impl->elf, &bits);
+      if (len > 0 &&
+          hex(static_cast<const unsigned char*>(bits), static_cast<size_t>(len)) != want_build_id)
+        return nullptr;  // a stale debug file for another build
+    }
+    impl->dwarf = dwarf_begin_elf(impl->elf, DWARF_C_READ, nullptr);
+    if (impl->dwarf == nullptr) return nullptr;
+    return impl;
+  };
+
+  // 1. The file's own DWARF.
+  if (auto impl = try_file(path, build_id, false))
+    return std::unique_ptr<DwarfParams>(new DwarfParams(std::move(impl)));
+
+  // 2. /usr/lib/debug/.build-id/xx/rest.debug
+  if (build_id.size() > 2) {
+    std::string file = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" +
+                       build_id.substr(2) + ".debug";
+    if (auto impl = try_file(file, build_id, true))
+      return std::unique_ptr<DwarfParams>(new DwarfParams(std::move(impl)));
+  }
+
+  // 3. .gnu_debuglink next to the file, in .debug/ there, and under /usr/lib/debug/,
+  //    for the directory as given and as resolved through symlinks.
+  if (!debuglink.empty() && debuglink.find('/') == std::string::npos) {
+    std::vector<std::string> dirs{dir_of(path)};
+    if (char* real = ::realpath(path.c_str(), nullptr)) {
+      std::string real_dir = dir_of(real);
+      std::free(real);
+      if (real_dir != dirs[0]) dirs.push_back(real_dir);
+    }
+    for (const std::string& dir : dirs) {
+      std::vector<std::string> files{dir + "/" + debuglink, dir + "/.debug/" + debuglink};
+      if (!dir.empty() && dir[0] == '/') files.push_back("/usr/lib/debug" + dir + "/" + debuglink);
+      for (const std::string& file : files) {
+        if (auto impl = try_file(file, build_id, true))
+          return std::unique_ptr<DwarfParams>(new DwarfParams(std::move(impl)));
+      }
+    }
+  }
+  return nullptr;
+}
+
+std::optional<std::vector<ParamInfo>> DwarfParams::params(uint64_t link_addr) {
+  if (!impl_->indexed) impl_->build_index();
+  const auto& index = impl_->index;
+  auto it = std::lower_bound(index.begin(), index.end(), link_addr,
+                             [](const Impl::Entry& e, uint64_t a) { return e.addr < a; });
+  if (it == index.end() || it->addr != link_addr) return std::nullopt;
+
+  Dwarf_Die die = it->die;
+  std::vector<ParamInfo> out;
+  Dwarf_Die child;
+  if (dwarf_child(&die, &child) == 0) {
+    do {
+      if (dwarf_tag(&child) != DW_TAG_formal_parameter) continue;
+      ParamInfo p;
+      p.name = name_of(&child);
+      p.kind = classify(&child);
+      out.push_back(std::move(p));
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  return out;
+}
+
+}  // namespace ft

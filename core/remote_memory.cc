@@ -1,6 +1,7 @@
 #include "core/remote_memory.h"
 
 #include <fcntl.h>
+#include <sys/ptrace.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -100,6 +101,23 @@ Result<std::string> RemoteMemory::read_string(RemoteAddr addr, size_t max) const
     if (*n < want) break;
   }
   return out;
+}
+
+}  // namespace ft
+
+namespace ft {
+
+Result<uint64_t> RemoteMemory::peek(pid_t stopped_tid, RemoteAddr addr) const {
+  errno = 0;
+  long v = ::ptrace(PTRACE_PEEKDATA, stopped_tid, reinterpret_cast<void*>(addr.value()), nullptr);
+  if (v == -1 && errno != 0) return read_u64(addr);
+  return static_cast<uint64_t>(v);
+}
+
+Status RemoteMemory::poke(pid_t stopped_tid, RemoteAddr addr, uint64_t v) const {
+  if (::ptrace(PTRACE_POKEDATA, stopped_tid, reinterpret_cast<void*>(addr.value()), reinterpret_cast<void*>(v)) == 0)
+    return {};
+  return write_u64(addr, v);
 }
 
 }  // namespace ft

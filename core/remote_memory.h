@@ -36,6 +36,11 @@ class RemoteMemory {
 
   Result<uint64_t> read_u64(RemoteAddr addr) const;
   Status write_u64(RemoteAddr addr, uint64_t v) const;
+  // One aligned-or-not 8-byte word through a ptrace-stopped thread of the process
+  // (PTRACE_PEEKDATA/POKEDATA): cheaper than /proc/PID/mem for a single word, which
+  // allocates a bounce page per call. Falls back to /proc/PID/mem on failure.
+  Result<uint64_t> peek(pid_t stopped_tid, RemoteAddr addr) const;
+  Status poke(pid_t stopped_tid, RemoteAddr addr, uint64_t v) const;
   // A NUL-terminated string of at most max bytes (longer ones are cut).
   Result<std::string> read_string(RemoteAddr addr, size_t max) const;
 

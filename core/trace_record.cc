@@ -1,1 +1,437 @@
-// placeholder
+#include "core/trace_record.h"
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <system_error>
+
+namespace ft {
+
+namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+void append_u64(std::string& out, uint64_t v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, res.ptr);
+}
+
+void append_i64(std::string& out, int64_t v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, res.ptr);
+}
+
+void append_hex(std::string& out, uint64_t v) {
+  char buf[24] = {'0', 'x'};
+  auto res = std::to_chars(buf + 2, buf + sizeof buf, v, 16);  // lowercase digits
+  out.append(buf, res.ptr);
+}
+
+// Bytes written as they are inside a quoted string.
+bool is_plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
+// Bytes that only the \xHH form can carry (the canonical encoding uses the short
+// escapes for the others).
+bool needs_hex_escape(unsigned char c) {
+  return (c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c >= 0x7f;
+}
+
+bool is_name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+std::string describe_char(char c) {
+  auto u = static_cast<unsigned char>(c);
+  if (u > 0x20 && u < 0x7f) return std::string("'") + c + "'";
+  if (u == ' ') return "a space";
+  std::string s = "byte 0x";
+  s += kHexDigits[u >> 4];
+  s += kHexDigits[u & 15];
+  return s;
+}
+
+// Recursive-descent parser over one line. Every error says what was expected and
+// where (1-based column).
+class LineParser {
+ public:
+  explicit LineParser(std::string_view line) : s_(line) {}
+
+  Result<TraceRecord> parse() {
+    TraceRecord r;
+    if (!parse_unsigned(r.seq, "sequence number")) return err();
+    if (!expect_space("after the sequence number")) return err();
+    if (!parse_signed(r.tid, "thread id")) return err();
+    if (!expect_space("after the thread id")) return err();
+    if (!parse_unsigned(r.ts_ns, "timestamp")) return err();
+    if (!expect_space("after the timestamp")) return err();
+    if (!parse_name(r.type, "record type")) return err();
+    while (pos_ < s_.size()) {
+      if (!expect_space("between fields")) return err();
+      TraceField f;
+      if (!parse_name(f.key, "field name")) return err();
+      if (pos_ >= s_.size() || s_[pos_] != '=') {
+        fail("expected '=' after field name '" + f.key + "'");
+        return err();
+      }
+      ++pos_;
+      if (!parse_value(f.value, f.key)) return err();
+      if (pos_ < s_.size() && s_[pos_] != ' ') {
+        fail("unexpected " + found() + " after the value of field '" + f.key + "'");
+        return err();
+      }
+      r.fields.push_back(std::move(f));
+    }
+    return r;
+  }
+
+ private:
+  Error err() const { return Error::msg(message_); }
+
+  void fail(std::string what) {
+    message_ = std::move(what) + " at column " + std::to_string(pos_ + 1);
+  }
+
+  std::string found() const {
+    if (pos_ >= s_.size()) return "end of line";
+    return describe_char(s_[pos_]);
+  }
+
+  bool expect_space(const char* where) {
+    if (pos_ < s_.size() && s_[pos_] == ' ') {
+      ++pos_;
+      return true;
+    }
+    fail(std::string("expected a space ") + where + ", found " + found());
+    return false;
+  }
+
+  // Digits of a canonical decimal number starting at pos_: no leading zeros.
+  bool scan_decimal_digits(size_t& end, const std::string& what) {
+    end = pos_;
+    while (end < s_.size() && s_[end] >= '0' && s_[end] <= '9') ++end;
+    if (end == pos_) {
+      fail("expected " + what + " (decimal digits), found " + found());
+      return false;
+    }
+    if (s_[pos_] == '0' && end - pos_ > 1) {
+      fail(what + " has a leading zero");
+      return false;
+    }
+    return true;
+  }
+
+  bool parse_unsigned(uint64_t& out, const std::string& what) {
+    size_t end = 0;
+    if (!scan_decimal_digits(end, what)) return false;
+    auto res = std::from_chars(s_.data() + pos_, s_.data() + end, out);
+    if (res.ec != std::errc()) {
+      fail(what + " does not fit in 64 bits");
+      return false;
+    }
+    pos_ = end;
+    return true;
+  }
+
+  bool parse_signed(int64_t& out, const std::string& what) {
+    size_t start = pos_;
+    bool negative = pos_ < s_.size() && s_[pos_] == '-';
+    if (negative) ++pos_;
+    size_t end = 0;
+    if (!scan_decimal_digits(end, what)) return false;
+    if (negative && end - pos_ == 1 && s_[pos_] == '0') {
+      fail(what + " is written '-0'");
+      return false;
+    }
+    auto res = std::from_chars(s_.data() + start, s_.data() + end, out);
+    if (res.ec != std::errc()) {
+      pos_ = start;
+      fail(what + " does not fit in a signed 64-bit integer");
+      return false;
+    }
+    pos_ = end;
+    return true;
+  }
+
+  bool parse_name(std::string& out, const char* what) {
+    size_t end = pos_;
+    while (end < s_.size() && is_name_char(s_[end])) ++end;
+    if (end == pos_) {
+      fail(std::string("expected a ") + what + " ([a-z0-9_]+), found " + found());
+      return false;
+    }
+    out.assign(s_.substr(pos_, end - pos_));
+    pos_ = end;
+    return true;
+  }
+
+  // "0x" already checked by the caller; canonical lowercase digits without leading zeros.
+  bool parse_hex_number(uint64_t& out, const std::string& key) {
+    pos_ += 2;
+    size_t start = pos_;
+    size_t end = pos_;
+    while (end < s_.size() && hex_value(s_[end]) >= 0) ++end;
+    if (end == start) {
+      if (pos_ < s_.size() && s_[pos_] >= 'A' && s_[pos_] <= 'F') {
+        fail("field '" + key + "': hex digits must be lowercase");
+      } else {
+        fail("field '" + key + "': expected hex digits after '0x', found " + found());
+      }
+      return false;
+    }
+    if (end < s_.size() && s_[end] >= 'A' && s_[end] <= 'F') {
+      pos_ = end;
+      fail("field '" + key + "': hex digits must be lowercase");
+      return false;
+    }
+    if (s_[start] == '0' && end - start > 1) {
+      fail("field '" + key + "': hex number has a leading zero");
+      return false;
+    }
+    if (end - start > 16) {
+      fail("field '" + key + "': hex number does not fit in 64 bits");
+      return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = start; i < end; ++i) v = (v << 4) | static_cast<uint64_t>(hex_value(s_[i]));
+    out = v;
+    pos_ = end;
+    return true;
+  }
+
+  bool at_hex_prefix() const {
+    return pos_ + 1 < s_.size() && s_[pos_] == '0' && s_[pos_ + 1] == 'x';
+  }
+
+  bool parse_string(std::string& out, const std::string& key) {
+    size_t open = pos_;
+    ++pos_;  // opening quote
+    while (true) {
+      // Copy the run of plain bytes in one go.
+      size_t run = pos_;
+      while (run < s_.size() && is_plain(static_cast<unsigned char>(s_[run]))) ++run;
+      out.append(s_.data() + pos_, run - pos_);
+      pos_ = run;
+      if (pos_ >= s_.size()) {
+        pos_ = open;
+        fail("field '" + key + "': string is not terminated");
+        return false;
+      }
+      char c = s_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return true;
+      }
+      if (c != '\\') {
+        fail("field '" + key + "': " + describe_char(c) + " in a string must be escaped");
+        return false;
+      }
+      if (pos_ + 1 >= s_.size()) {
+        fail("field '" + key + "': string ends inside an escape");
+        return false;
+      }
+      char e = s_[pos_ + 1];
+      switch (e) {
+        case '\\': out += '\\'; pos_ += 2; break;
+        case '"': out += '"'; pos_ += 2; break;
+        case 'n': out += '\n'; pos_ += 2; break;
+        case 't': out += '\t'; pos_ += 2; break;
+        case 'r': out += '\r'; pos_ += 2; break;
+        case 'x': {
+          int hi = pos_ + 2 < s_.size() ? hex_value(s_[pos_ + 2]) : -1;
+          int lo = pos_ + 3 < s_.size() ? hex_value(s_[pos_ + 3]) : -1;
+          if (hi < 0 || lo < 0) {
+            fail("field '" + key + "': \\x must be followed by two lowercase hex digits");
+            return false;
+          }
+          auto byte = static_cast<unsigned char>(hi * 16 + lo);
+          if (!needs_hex_escape(byte)) {
+            fail("field '" + key + "': \\x escape used for a byte that has a shorter form");
+            return false;
+          }
+          out += static_cast<char>(byte);
+          pos_ += 4;
+          break;
+        }
+        default:
+          ++pos_;
+          fail("field '" + key + "': unknown escape \\" + std::string(1, e) +
+               " (allowed: \\\\ \\\" \\n \\t \\r \\xHH)");
+          return false;
+      }
+    }
+  }
+
+  bool parse_list(HexList& out, const std::string& key) {
+    ++pos_;  // '['
+    if (pos_ < s_.size() && s_[pos_] == ']') {
+      ++pos_;
+      return true;
+    }
+    while (true) {
+      if (!at_hex_prefix()) {
+        fail("field '" + key + "': expected a 0x hex number in the list, found " + found());
+        return false;
+      }
+      uint64_t v = 0;
+      if (!parse_hex_number(v, key)) return false;
+      out.push_back(v);
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return true;
+      }
+      fail("field '" + key + "': expected ',' or ']' in the list, found " + found());
+      return false;
+    }
+  }
+
+  bool parse_value(TraceValue& out, const std::string& key) {
+    if (pos_ >= s_.size()) {
+      fail("field '" + key + "' has no value");
+      return false;
+    }
+    char c = s_[pos_];
+    if (c == '"') {
+      std::string v;
+      if (!parse_string(v, key)) return false;
+      out = std::move(v);
+      return true;
+    }
+    if (c == '[') {
+      HexList v;
+      if (!parse_list(v, key)) return false;
+      out = std::move(v);
+      return true;
+    }
+    if (at_hex_prefix()) {
+      uint64_t v = 0;
+      if (!parse_hex_number(v, key)) return false;
+      out = Hex{v};
+      return true;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      int64_t v = 0;
+      if (!parse_signed(v, "field '" + key + "'")) return false;
+      out = v;
+      return true;
+    }
+    fail("field '" + key + "': a value starts with a digit, '-', '0x', '\"' or '[', found " +
+         found());
+    return false;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  std::string message_;
+};
+
+}  // namespace
+
+const TraceValue* TraceRecord::get(std::string_view key) const {
+  for (const auto& f : fields) {
+    if (f.key == key) return &f.value;
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> TraceRecord::get_int(std::string_view key) const {
+  const TraceValue* v = get(key);
+  if (!v) return std::nullopt;
+  if (auto* i = std::get_if<int64_t>(v)) return *i;
+  if (auto* h = std::get_if<Hex>(v)) return static_cast<int64_t>(h->v);
+  return std::nullopt;
+}
+
+std::optional<uint64_t> TraceRecord::get_hex(std::string_view key) const {
+  const TraceValue* v = get(key);
+  if (!v) return std::nullopt;
+  if (auto* h = std::get_if<Hex>(v)) return h->v;
+  if (auto* i = std::get_if<int64_t>(v); i && *i >= 0) return static_cast<uint64_t>(*i);
+  return std::nullopt;
+}
+
+const std::string* TraceRecord::get_str(std::string_view key) const {
+  const TraceValue* v = get(key);
+  return v ? std::get_if<std::string>(v) : nullptr;
+}
+
+const HexList* TraceRecord::get_list(std::string_view key) const {
+  const TraceValue* v = get(key);
+  return v ? std::get_if<HexList>(v) : nullptr;
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t run = i;
+    while (run < s.size() && is_plain(static_cast<unsigned char>(s[run]))) ++run;
+    out.append(s.data() + i, run - i);
+    if (run == s.size()) break;
+    auto c = static_cast<unsigned char>(s[run]);
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default: {
+        char esc[4] = {'\\', 'x', kHexDigits[c >> 4], kHexDigits[c & 15]};
+        out.append(esc, 4);
+      }
+    }
+    i = run + 1;
+  }
+  out += '"';
+}
+
+void append_record(std::string& out, const TraceRecord& r) {
+  append_u64(out, r.seq);
+  out += ' ';
+  append_i64(out, r.tid);
+  out += ' ';
+  append_u64(out, r.ts_ns);
+  out += ' ';
+  out += r.type;
+  for (const auto& f : r.fields) {
+    out += ' ';
+    out += f.key;
+    out += '=';
+    if (auto* i = std::get_if<int64_t>(&f.value)) {
+      append_i64(out, *i);
+    } else if (auto* h = std::get_if<Hex>(&f.value)) {
+      append_hex(out, h->v);
+    } else if (auto* s = std::get_if<std::string>(&f.value)) {
+      append_quoted(out, *s);
+    } else {
+      const auto& list = std::get<HexList>(f.value);
+      out += '[';
+      for (size_t k = 0; k < list.size(); ++k) {
+        if (k) out += ',';
+        append_hex(out, list[k]);
+      }
+      out += ']';
+    }
+  }
+}
+
+std::string format_record(const TraceRecord& r) {
+  std::string out;
+  out.reserve(48 + r.type.size() + r.fields.size() * 24);
+  append_record(out, r);
+  return out;
+}
+
+Result<TraceRecord> parse_record(std::string_view line) { return LineParser(line).parse(); }
+
+}  // namespace ft

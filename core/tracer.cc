@@ -106,6 +106,14 @@ unsigned hooks_for(const std::string& name) {
   return kHookNone;
 }
 
+// GCC's hot/cold splitting emits "foo.cold" (and "foo.cold.N") symbols for the cold
+// part of foo: it is jumped into from foo's body, never called, so it has no return
+// address to hook and no entry to report.
+bool is_fragment(const std::string& name) {
+  auto pos = name.find(".cold");
+  return pos != std::string::npos && (pos + 5 == name.size() || name[pos + 5] == '.');
+}
+
 std::string find_in_path(const std::string& prog) {
   if (prog.find('/') != std::string::npos) return prog;
   const char* path = std::getenv("PATH");
@@ -648,13 +656,13 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     unsigned depth = static_cast<unsigned>(t.stack.depth());
     if (fn.return_mask) {
       RemoteAddr slot(regs.sp());
-      auto ret = p.mem().read_u64(slot);
+      auto ret = p.mem().peek(t.tid, slot);
       if (ret) {
         auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), bp.fn, now);
         if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now);
         depth = static_cast<unsigned>(t.stack.depth() - 1);
         if (e.write_trampoline) {
-          if (auto s = p.mem().write_u64(slot, p.trampoline.value()); !s) {
+          if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
             t.stack.pop_last();
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
           }
@@ -880,6 +888,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
            img->functions().size());
   for (const ElfSymbol& sym : img->functions()) {
     if (sym.ifunc) continue;  // the resolver, not the implementation that runs
+    if (is_fragment(sym.name)) continue;
     uint64_t addr = sym.value + mod.bias;
     unsigned hooks = hooks_for(sym.name);
     if (hooks == kHookLinker && mod.is_main && !img->is_static()) hooks = kHookNone;

@@ -95,6 +95,17 @@ bool compiler_generated(const char* name) {
   return false;
 }
 
+// "ns::Foo<int>::bar(int) const" -> "ns::Foo<int>::bar": what users type for C++.
+std::string without_params(const char* demangled) {
+  int angle = 0;
+  for (const char* c = demangled; *c; ++c) {
+    if (*c == '<') ++angle;
+    else if (*c == '>') --angle;
+    else if (*c == '(' && angle == 0 && c != demangled) return std::string(demangled, c);
+  }
+  return demangled;
+}
+
 unsigned on_symbol(void*, const ft_symbol* sym) {
   const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_PARAMS;
   if (state.patterns.empty()) {
@@ -102,10 +113,12 @@ unsigned on_symbol(void*, const ft_symbol* sym) {
     return want;
   }
   unsigned flags = 0;
+  bool cxx = sym->demangled && sym->demangled != sym->name && std::strcmp(sym->demangled, sym->name) != 0;
+  std::string base = cxx ? without_params(sym->demangled) : std::string();
   for (auto& p : state.patterns) {
     if (!p.lib.empty() && !std::strstr(sym->module, p.lib.c_str())) continue;
     if (fnmatch(p.glob.c_str(), sym->name, 0) == 0 ||
-        (sym->demangled && fnmatch(p.glob.c_str(), sym->demangled, 0) == 0)) {
+        (cxx && (fnmatch(p.glob.c_str(), sym->demangled, 0) == 0 || fnmatch(p.glob.c_str(), base.c_str(), 0) == 0))) {
       p.matched = true;
       flags = want;
     }
@@ -176,8 +189,8 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   if (!state.streaming) return;
   int tid = host->tid(ctx);
   flush_pending(ctx, tid);  // the caller has a callee: print it as an open call
-  std::string text = fn->demangled && fn->demangled[0] ? fn->demangled : fn->name;
-  // Demangled C++ names already carry the parameter list; show values after it.
+  // C++ names are shown without their parameter types; the values follow.
+  std::string text = fn->demangled && fn->demangled[0] ? without_params(fn->demangled) : fn->name;
   text += "(";
   for (int i = 0; i < shown; ++i) {
     if (i) text += ", ";
