@@ -55,11 +55,44 @@ CallStack::Return CallStack::pop(uint64_t sp_after) {
   return r;
 }
 
+std::vector<ShadowFrame> CallStack::push_site(uint64_t slot, uint64_t real_ret, uint32_t fn, uint64_t now) {
+  // _setjmp tail-calls __sigsetjmp: the second shares the first one's return address.
+  bool tail = !frames_.empty() && frames_.back().site && frames_.back().slot == slot &&
+              frames_.back().real_ret == real_ret;
+  auto abandoned = drop_below(slot, /*include_equal=*/!tail);
+  ShadowFrame f;
+  f.tail = tail;
+  f.slot = slot;
+  f.real_ret = real_ret;
+  f.fn = fn;
+  f.entry_ns = now;
+  f.site = true;
+  f.armed = false;
+  frames_.push_back(f);
+  return abandoned;
+}
+
+CallStack::Return CallStack::pop_site(uint64_t sp_after, uint64_t ip) {
+  Return r;
+  if (frames_.empty()) return r;
+  const ShadowFrame& top = frames_.back();
+  if (!top.site || top.slot != sp_after - 8 || top.real_ret != ip) return r;
+  r.found = true;
+  r.real_ret = ip;
+  while (!frames_.empty() && frames_.back().site && frames_.back().slot == sp_after - 8) {
+    r.returned.push_back(frames_.back());
+    bool tail = frames_.back().tail;
+    frames_.pop_back();
+    if (!tail) break;
+  }
+  return r;
+}
+
 std::vector<std::pair<uint64_t, uint64_t>> CallStack::disarm() {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   for (auto& f : frames_) {
-    if (f.armed && !f.tail) out.emplace_back(f.slot, f.real_ret);
-    f.armed = false;
+    if (f.armed && !f.tail && !f.site) out.emplace_back(f.slot, f.real_ret);
+    if (!f.site) f.armed = false;
   }
   disarmed_ = true;
   return out;
@@ -71,6 +104,7 @@ CallStack::Rearm CallStack::rearm(uint64_t sp) {
   // frames whose slot is at or below sp were unwound through.
   r.dead = drop_below(sp, /*include_equal=*/true);
   for (auto& f : frames_) {
+    if (f.site) continue;
     if (!f.armed && !f.tail) r.slots.push_back(f.slot);
     f.armed = true;
   }

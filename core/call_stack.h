@@ -32,6 +32,8 @@ struct ShadowFrame {
   uint64_t entry_ns = 0;
   bool tail = false;      // entered by a tail call: shares slot with the frame below
   bool armed = true;      // the slot holds the trampoline (false between disarm and rearm)
+  bool site = false;      // returns-twice function: its return is caught by a breakpoint at
+                          // real_ret, not by the trampoline (the slot is left untouched)
 };
 
 class CallStack {
@@ -47,6 +49,15 @@ class CallStack {
   Entry push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
   // Remove the frame push() just added (the hijack could not be written).
   void pop_last() { frames_.pop_back(); }
+
+  struct Return;
+  // A function that may return twice (setjmp, vfork, getcontext) was entered. Its
+  // return address must stay untouched: setjmp saves it in the jmp_buf. The return is
+  // seen by a breakpoint at the return address instead (pop_site).
+  std::vector<ShadowFrame> push_site(uint64_t slot, uint64_t real_ret, uint32_t fn, uint64_t now);
+  // A return-site breakpoint at ip was hit with sp_after: pops the matching site frame
+  // (found == false when this thread has none there, e.g. a longjmp landing).
+  Return pop_site(uint64_t sp_after, uint64_t ip);
 
   struct Return {
     bool found = false;

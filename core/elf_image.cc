@@ -23,6 +23,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -330,6 +331,11 @@ Status Loader::load_sections(const GElf_Ehdr& eh) {
 }
 
 Status Loader::load_symbols() {
+  size_t entries = 0;
+  for (const Section& s : sections_)
+    if ((s.shdr.sh_type == SHT_SYMTAB || s.shdr.sh_type == SHT_DYNSYM) && s.shdr.sh_entsize != 0)
+      entries += s.shdr.sh_size / s.shdr.sh_entsize;
+  candidates.reserve(std::min<size_t>(entries, file_size_ / 16));
   for (const Section& s : sections_) {
     if (s.shdr.sh_type == SHT_SYMTAB) {
       has_symtab = true;
@@ -691,6 +697,8 @@ uint64_t end_of(const ElfSymbol& s) {
   return __builtin_add_overflow(s.value, len, &end) ? ~uint64_t{0} : end;
 }
 
+uint64_t name_hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
 }  // namespace
 
 ElfImage::~ElfImage() = default;
@@ -772,14 +780,19 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
     max_end = std::max(max_end, end_of(fns[i]));
     image->max_end_[i] = max_end;
   }
+  // Names are compared by hash first: long mangled names with shared prefixes make
+  // plain string sorting slow on big libraries.
   image->by_name_.resize(fns.size());
-  for (size_t i = 0; i < fns.size(); ++i) image->by_name_[i] = static_cast<uint32_t>(i);
-  std::sort(image->by_name_.begin(), image->by_name_.end(), [&](uint32_t a, uint32_t b) {
-    int cmp = fns[a].name.compare(fns[b].name);
-    if (cmp != 0) return cmp < 0;
-    if (ranks[a] != ranks[b]) return ranks[a] < ranks[b];
-    return a < b;
-  });
+  for (size_t i = 0; i < fns.size(); ++i)
+    image->by_name_[i] = {name_hash(fns[i].name), static_cast<uint32_t>(i)};
+  std::sort(image->by_name_.begin(), image->by_name_.end(),
+            [&](const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) {
+              if (a.first != b.first) return a.first < b.first;
+              int cmp = fns[a.second].name.compare(fns[b.second].name);
+              if (cmp != 0) return cmp < 0;
+              if (ranks[a.second] != ranks[b.second]) return ranks[a.second] < ranks[b.second];
+              return a.second < b.second;
+            });
   return image;
 }
 
@@ -815,10 +828,14 @@ const ElfSymbol* ElfImage::function_at(uint64_t addr) const {
 }
 
 const ElfSymbol* ElfImage::find(const std::string& name) const {
-  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
-                             [&](uint32_t i, const std::string& n) { return functions_[i].name < n; });
-  if (it == by_name_.end() || functions_[*it].name != name) return nullptr;
-  return &functions_[*it];
+  uint64_t hash = name_hash(name);
+  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), hash,
+                             [](const std::pair<uint64_t, uint32_t>& e, uint64_t h) {
+                               return e.first < h;
+                             });
+  for (; it != by_name_.end() && it->first == hash; ++it)
+    if (functions_[it->second].name == name) return &functions_[it->second];
+  return nullptr;
 }
 
 }  // namespace ft

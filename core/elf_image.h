@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -72,10 +73,10 @@ class ElfImage {
   std::vector<ElfSegment> segments_;
   std::vector<ElfSymbol> functions_;
   // Lookup indexes built by open(): max_end_[i] is the largest end address (value + size,
-  // at least value + 1) among functions_[0..i]; by_name_ holds indexes into functions_
-  // sorted by name, the preferred symbol of a name first.
+  // at least value + 1) among functions_[0..i]; by_name_ holds (hash of name, index into
+  // functions_) sorted by hash, then name, the preferred symbol of a name first.
   std::vector<uint64_t> max_end_;
-  std::vector<uint32_t> by_name_;
+  std::vector<std::pair<uint64_t, uint32_t>> by_name_;
 };
 
 }  // namespace ft

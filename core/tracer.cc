@@ -103,6 +103,12 @@ unsigned hooks_for(const std::string& name) {
       name == "_Unwind_ForcedUnwind" || name == "_Unwind_Backtrace")
     return kHookUnwindStart;
   if (name == "__cxa_begin_catch") return kHookCatch;
+  // Functions that return twice keep their return address: setjmp stores it in the
+  // jmp_buf, a vfork child returns through the parent's stack, getcontext saves it.
+  static const char* const kReturnsTwice[] = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
+                                              "savectx", "getcontext", "vfork", "__vfork"};
+  for (const char* n : kReturnsTwice)
+    if (name == n) return kHookReturnsTwice;
   return kHookNone;
 }
 
@@ -450,7 +456,7 @@ void Tracer::handle_exec(Thread& t) {
     return;
   }
   uint64_t now = monotonic_ns();
-  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now);
+  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
   bool first = !p.started;
   p.started = true;
   p.exe = read_link("/proc/" + std::to_string(p.pid()) + "/exe");
@@ -481,7 +487,7 @@ void Tracer::handle_exec(Thread& t) {
 void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   Process& p = *t.process;
   uint64_t now = monotonic_ns();
-  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now);
+  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
   if (t.tid == p.pid()) {
     process_gone(p, ws);
     return;
@@ -500,7 +506,7 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
 void Tracer::process_gone(Process& p, const WaitStatus& ws) {
   uint64_t now = monotonic_ns();
   for (auto& [tid, t] : p.threads)
-    if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "exit", now);
+    if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "exit", now, 0);
   Thread* leader = nullptr;
   if (auto it = p.threads.find(p.pid()); it != p.threads.end()) leader = it->second.get();
   int code;
@@ -620,7 +626,7 @@ void Tracer::disarm(Thread& t) {
 void Tracer::rearm(Thread& t, uint64_t sp) {
   Process& p = *t.process;
   auto r = t.stack.rearm(sp);
-  report_unwound(t, r.dead, "exception", monotonic_ns());
+  report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
   for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.trampoline.value());
 }
 
@@ -628,6 +634,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Process& p = *t.process;
   uint64_t addr = bp_ref.addr.value();
   unsigned hooks = bp_ref.hooks;
+  if (hooks & kHookReturnSite) {
+    auto r = t.stack.pop_site(regs.sp(), addr);
+    if (r.found) report_returns(t, regs, r, monotonic_ns());
+  }
   if (hooks & kHookLinker) {
     bool consistent = true;
     if (!p.r_debug.null()) {
@@ -639,7 +649,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   }
   if (hooks & kHookUnwindStart) disarm(t);
   if (hooks & kHookCatch) rearm(t, regs.sp());
-  if (t.stack.disarmed() && !(hooks & kHookUnwindStart)) rearm(t, regs.sp());
+  if (t.stack.disarmed() && !(hooks & (kHookUnwindStart | kHookReturnSite))) rearm(t, regs.sp());
 
   auto it = p.breakpoints.find(addr);  // rescanning may have changed the table
   if (it == p.breakpoints.end()) {
@@ -649,17 +659,28 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     resume(t);
     return;
   }
-  Breakpoint& bp = it->second;
-  if (bp.traced && enabled_ && !p.silent) {
-    const FunctionInfo& fn = p.functions[bp.fn];
+  if (it->second.traced && enabled_ && !p.silent) {
+    const FunctionInfo& fn = p.functions[it->second.fn];
+    uint32_t fn_id = it->second.fn;
     uint64_t now = monotonic_ns();
     unsigned depth = static_cast<unsigned>(t.stack.depth());
     if (fn.return_mask) {
       RemoteAddr slot(regs.sp());
       auto ret = p.mem().peek(t.tid, slot);
-      if (ret) {
-        auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), bp.fn, now);
-        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now);
+      if (ret && (hooks & kHookReturnsTwice)) {
+        // Catch the return with a breakpoint at the return address.
+        auto abandoned = t.stack.push_site(slot.value(), *ret, fn_id, now);
+        if (!abandoned.empty()) report_unwound(t, abandoned, "longjmp", now, t.stack.depth() - 1);
+        depth = static_cast<unsigned>(t.stack.depth() - 1);
+        Breakpoint* site = plant_raw(p, t, regs, *ret, fn.name + " return site");
+        if (site) {
+          site->hooks |= kHookReturnSite;
+        } else {
+          t.stack.pop_last();
+        }
+      } else if (ret) {
+        auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), fn_id, now);
+        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1);
         if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
@@ -669,37 +690,42 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         }
       }
     }
+    it = p.breakpoints.find(addr);  // planting a return site may have rehashed the table
     ft_ctx c = ctx(p, &t, &regs, depth);
     c.now_ns = now;
-    if (fn.entry_mask) {
-      host_.call(c, fn);
+    const FunctionInfo& f = p.functions[fn_id];
+    if (f.entry_mask) {
+      host_.call(c, f);
       ++stats_.calls;
     }
   }
-  if (auto s = apply_relocation(p, bp, regs); !s)
+  if (auto s = apply_relocation(p, it->second, regs); !s)
     FT_CHECK(false, "thread %d: cannot complete the instruction displaced at %#lx: %s (%s)", t.tid,
              static_cast<unsigned long>(addr), s.error().message.c_str(), regs.dump().c_str());
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
 }
 
-void Tracer::on_return(Thread& t, Registers& regs) {
+void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now) {
   Process& p = *t.process;
+  if (p.silent) return;
+  size_t n = r.returned.size();
+  for (size_t i = 0; i < n; ++i) {
+    const FunctionInfo& fn = p.functions[r.returned[i].fn];
+    ft_ctx c = ctx(p, &t, &regs, static_cast<unsigned>(t.stack.depth() + (n - 1 - i)));
+    c.now_ns = now;
+    host_.ret(c, fn);
+    ++stats_.returns;
+  }
+}
+
+void Tracer::on_return(Thread& t, Registers& regs) {
   uint64_t now = monotonic_ns();
   auto r = t.stack.pop(regs.sp());
-  if (!r.abandoned.empty()) report_unwound(t, r.abandoned, "longjmp", now);
+  if (!r.abandoned.empty()) report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
   FT_CHECK(r.found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
            regs.dump().c_str());
-  if (!p.silent) {
-    size_t n = r.returned.size();
-    for (size_t i = 0; i < n; ++i) {
-      const FunctionInfo& fn = p.functions[r.returned[i].fn];
-      ft_ctx c = ctx(p, &t, &regs, static_cast<unsigned>(t.stack.depth() + (n - 1 - i)));
-      c.now_ns = now;
-      host_.ret(c, fn);
-      ++stats_.returns;
-    }
-  }
+  report_returns(t, regs, r, now);
   regs.set_ip(r.real_ret);
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
@@ -948,51 +974,59 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
     }
     return;
   }
+  Breakpoint* bp = plant_raw(p, t, regs, addr, demangle(sym.name));
+  if (!bp) return;
+  bp->hooks = hooks;
+  bp->module = &m;
+  if (in.any()) add_function(*bp);
+}
+
+Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what) {
+  if (auto it = p.breakpoints.find(addr); it != p.breakpoints.end()) return &it->second;
   SsolArea* area = area_near(p, t, regs, RemoteAddr(addr));
   if (!area) {
     ++stats_.refused;
-    log::warn("cannot trace {}: no out-of-line area", sym.name);
-    return;
+    log::warn("cannot trace {}: no out-of-line area", what);
+    return nullptr;
   }
   RemoteAddr slot = area->allocate_slot();
   uint8_t code[arch::kMaxInsnBytes] = {};
   auto got = p.mem().read(RemoteAddr(addr), code);
   if (!got) {
     ++stats_.refused;
-    log::warn("cannot trace {}: {}", sym.name, got.error().message);
-    return;
+    log::warn("cannot trace {}: {}", what, got.error().message);
+    return nullptr;
   }
   auto rel = arch::relocate_x86_64({code, *got}, addr, slot.value());
   if (rel.kind == arch::Relocation::Kind::Refuse) {
     ++stats_.refused;
-    log::warn("cannot trace {} at {:#x}: {} ({})", demangle(sym.name), addr, rel.reason,
-              rel.text.empty() ? "undecodable" : rel.text);
-    return;
+    log::warn("cannot trace {} at {:#x}: {} ({})", what, addr, rel.reason, rel.text.empty() ? "undecodable" : rel.text);
+    return nullptr;
   }
-  FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", sym.name, addr, rel.text,
+  FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr, rel.text,
            rel.kind == arch::Relocation::Kind::Emulate ? "emulated" : "out of line");
+  // The slot is complete before the breakpoint exists, so no thread can reach an
+  // empty slot.
   if (rel.kind == arch::Relocation::Kind::OutOfLine)
     if (auto s = p.mem().write(slot, rel.slot_code); !s) {
       ++stats_.refused;
-      log::warn("cannot trace {}: {}", sym.name, s.error().message);
-      return;
+      log::warn("cannot trace {}: {}", what, s.error().message);
+      return nullptr;
     }
   auto bpbytes = arch::breakpoint_bytes(arch::Arch::X86_64);
   if (auto s = p.mem().write(RemoteAddr(addr), bpbytes); !s) {
     ++stats_.refused;
-    log::warn("cannot trace {}: {}", sym.name, s.error().message);
-    return;
+    log::warn("cannot trace {}: {}", what, s.error().message);
+    return nullptr;
   }
   Breakpoint bp;
   bp.addr = RemoteAddr(addr);
   bp.orig_byte = code[0];
   bp.reloc = std::move(rel);
   bp.slot = slot;
-  bp.hooks = hooks;
-  bp.module = &m;
-  if (in.any()) add_function(bp);
-  p.breakpoints.emplace(addr, std::move(bp));
+  bp.module = p.module_at(bp.addr);
   ++stats_.breakpoints;
+  return &p.breakpoints.emplace(addr, std::move(bp)).first->second;
 }
 
 // ---------------------------------------------------------------------------------
@@ -1008,13 +1042,14 @@ ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, unsigned depth)
   return c;
 }
 
-void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now) {
+void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
+                            size_t base_depth) {
   Process& p = *t.process;
   if (p.silent) return;
   size_t n = frames.size();
   for (size_t i = 0; i < n; ++i) {
     const FunctionInfo& fn = p.functions[frames[i].fn];
-    ft_ctx c = ctx(p, &t, nullptr, static_cast<unsigned>(t.stack.depth() + (n - 1 - i)));
+    ft_ctx c = ctx(p, &t, nullptr, static_cast<unsigned>(base_depth + (n - 1 - i)));
     c.now_ns = now;
     host_.unwound(c, fn, reason);
     ++stats_.unwound;

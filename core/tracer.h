@@ -71,6 +71,8 @@ class Tracer {
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
              const PluginHost::Interest& in, unsigned hooks);
+  // A bare breakpoint at addr (or the one already there); nullptr if refused.
+  Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);
   Result<uint64_t> inject_syscall(Process& p, Thread& t, const Registers& saved, RemoteAddr stub, long nr,
                                   std::initializer_list<uint64_t> args);
@@ -88,7 +90,10 @@ class Tracer {
   void emit(Process& p, Thread* t, TraceRecord r);
   void lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
                  TraceRecord r, const std::string& line);
-  void report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now);
+  // frames: innermost first, already popped; base_depth: how many frames are below them.
+  void report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
+                      size_t base_depth);
+  void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now);
   Status open_trace(Process& p);
   void write_modules(Process& p);
   void write_module(Process& p, const Module& m);
