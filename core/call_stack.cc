@@ -55,21 +55,33 @@ CallStack::Return CallStack::pop(uint64_t sp_after) {
   return r;
 }
 
-std::vector<ShadowFrame> CallStack::push_site(uint64_t slot, uint64_t real_ret, uint32_t fn, uint64_t now) {
-  // _setjmp tail-calls __sigsetjmp: the second shares the first one's return address.
-  bool tail = !frames_.empty() && frames_.back().site && frames_.back().slot == slot &&
-              frames_.back().real_ret == real_ret;
-  auto abandoned = drop_below(slot, /*include_equal=*/!tail);
+CallStack::SiteEntry CallStack::push_site(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn,
+                                          uint64_t now) {
+  SiteEntry e;
+  bool tail = !frames_.empty() && frames_.back().slot == slot &&
+              (ret_at_slot == trampoline || (frames_.back().site && frames_.back().real_ret == ret_at_slot));
+  e.abandoned = drop_below(slot, /*include_equal=*/!tail);
   ShadowFrame f;
-  f.tail = tail;
   f.slot = slot;
-  f.real_ret = real_ret;
   f.fn = fn;
   f.entry_ns = now;
   f.site = true;
   f.armed = false;
+  f.tail = tail;
+  if (tail) {
+    // e.g. a traced PLT stub jumping to __sigsetjmp: un-hijack the shared slot.
+    f.real_ret = frames_.back().real_ret;
+    for (auto it = frames_.rbegin(); it != frames_.rend() && it->slot == slot; ++it) {
+      if (!it->site && it->armed) e.restore_slot = true;
+      it->site = true;
+      it->armed = false;
+    }
+  } else {
+    f.real_ret = ret_at_slot;
+  }
+  e.real_ret = f.real_ret;
   frames_.push_back(f);
-  return abandoned;
+  return e;
 }
 
 CallStack::Return CallStack::pop_site(uint64_t sp_after, uint64_t ip) {

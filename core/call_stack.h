@@ -54,7 +54,15 @@ class CallStack {
   // A function that may return twice (setjmp, vfork, getcontext) was entered. Its
   // return address must stay untouched: setjmp saves it in the jmp_buf. The return is
   // seen by a breakpoint at the return address instead (pop_site).
-  std::vector<ShadowFrame> push_site(uint64_t slot, uint64_t real_ret, uint32_t fn, uint64_t now);
+  // When it was reached by a tail call from a hijacked frame ([slot] holds the
+  // trampoline), the frames sharing the slot become site frames too and the caller
+  // must put the real return address back into the slot (restore_slot).
+  struct SiteEntry {
+    std::vector<ShadowFrame> abandoned;
+    uint64_t real_ret = 0;
+    bool restore_slot = false;
+  };
+  SiteEntry push_site(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
   // A return-site breakpoint at ip was hit with sp_after: pops the matching site frame
   // (found == false when this thread has none there, e.g. a longjmp landing).
   Return pop_site(uint64_t sp_after, uint64_t ip);

@@ -503,21 +503,24 @@ Status Loader::load_plt() {
 
   // Decode the stubs; each section's stubs get the distance to the next one as size.
   std::vector<Stub> stubs;
+  size_t lazy_stubs = 0;  // decoded outside .plt.got
   for (const Section* sec : stub_sections) {
     if (sec->shdr.sh_type != SHT_PROGBITS || sec->shdr.sh_size == 0) continue;
     Elf_Data* data = elf_getdata(sec->scn, nullptr);
     if (data == nullptr || data->d_buf == nullptr) continue;
     const auto* bytes = static_cast<const unsigned char*>(data->d_buf);
+    size_t before = stubs.size();
     if (machine == EM_X86_64)
       decode_x86_64_stubs(bytes, data->d_size, sec->shdr.sh_addr, slots, stubs);
     else
       decode_aarch64_stubs(bytes, data->d_size, sec->shdr.sh_addr, slots, stubs);
+    if (std::string_view(sec->name) != ".plt.got") lazy_stubs += stubs.size() - before;
   }
 
-  // Nothing decodable: fall back to .rela.plt order over 16-byte stubs after the PLT0
-  // header (dynamically linked files only: static ones order their slots differently).
-  bool by_order = false;
-  if (stubs.empty() && !plt_order.empty() && has_dynamic_) {
+  // No .rela.plt stub decodable: fall back to .rela.plt order over 16-byte stubs after
+  // the PLT0 header (dynamically linked files only: static ones order their slots
+  // differently). Wrong when IRELATIVE slots sit between JUMP_SLOT ones.
+  if (lazy_stubs == 0 && !plt_order.empty() && has_dynamic_) {
     const Section* sec = section_named(".plt.sec");
     if (sec == nullptr) sec = section_named(".plt.bnd");
     uint64_t header = 0;
@@ -531,7 +534,6 @@ Status Loader::load_plt() {
         if (off + 16 > sec->shdr.sh_size) break;
         stubs.push_back(Stub{sec->shdr.sh_addr + off, &plt_order[i]});
       }
-      by_order = true;
     }
   }
   if (stubs.empty()) return {};
@@ -568,10 +570,10 @@ Status Loader::load_plt() {
   for (size_t i = 0; i < stubs.size(); ++i) {
     const Stub& s = stubs[i];
     if (i > 0 && stubs[i - 1].addr == s.addr) continue;
-    uint64_t end = s.addr + (by_order ? 16 : max_stub);
+    uint64_t end = s.addr + max_stub;
     for (const auto& [lo, hi] : ranges)
       if (s.addr >= lo && s.addr < hi) end = std::min(end, hi);
-    if (!by_order && i + 1 < stubs.size() && stubs[i + 1].addr > s.addr)
+    if (i + 1 < stubs.size() && stubs[i + 1].addr > s.addr)
       end = std::min(end, stubs[i + 1].addr);
     std::string name;
     if (s.slot->irelative) {

@@ -87,7 +87,12 @@ int main(int argc, char** argv) {
     }
 
   if (!opts.attach.empty()) {
-    ft::log::error("attaching to a running process (-p) is not available in this build");
+    for (pid_t pid : opts.attach)
+      if (::kill(pid, 0) != 0 && errno == ESRCH) {
+        ft::log::error("no such process: {}", pid);
+        return 1;
+      }
+    ft::log::error("attaching to a running process (-p {}) is not available in this build", opts.attach[0]);
     return 1;
   }
 

@@ -120,6 +120,18 @@ bool is_fragment(const std::string& name) {
   return pos != std::string::npos && (pos + 5 == name.size() || name[pos + 5] == '.');
 }
 
+// Code that is entered without a call, so [sp] holds no return address to hook:
+// process entry points (argc is at [sp]), the lazy-binding resolvers (entered by a jmp
+// from PLT0 with the link map and relocation index on the stack), the signal-return
+// and makecontext trampolines (entered by ret).
+bool not_a_called_function(const std::string& name) {
+  static const char* const kExact[] = {"_start", "_dl_start_user", "__restore_rt", "__start_context",
+                                       "_dl_runtime_resolve", "_dl_runtime_profile"};
+  for (const char* n : kExact)
+    if (name == n) return true;
+  return name.starts_with("_dl_runtime_resolve_") || name.starts_with("_dl_runtime_profile_");
+}
+
 std::string find_in_path(const std::string& prog) {
   if (prog.find('/') != std::string::npos) return prog;
   const char* path = std::getenv("PATH");
@@ -669,10 +681,11 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       auto ret = p.mem().peek(t.tid, slot);
       if (ret && (hooks & kHookReturnsTwice)) {
         // Catch the return with a breakpoint at the return address.
-        auto abandoned = t.stack.push_site(slot.value(), *ret, fn_id, now);
-        if (!abandoned.empty()) report_unwound(t, abandoned, "longjmp", now, t.stack.depth() - 1);
+        auto e = t.stack.push_site(slot.value(), *ret, p.trampoline.value(), fn_id, now);
+        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1);
-        Breakpoint* site = plant_raw(p, t, regs, *ret, fn.name + " return site");
+        if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
+        Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
         if (site) {
           site->hooks |= kHookReturnSite;
         } else {
@@ -915,6 +928,10 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   for (const ElfSymbol& sym : img->functions()) {
     if (sym.ifunc) continue;  // the resolver, not the implementation that runs
     if (is_fragment(sym.name)) continue;
+    if (not_a_called_function(sym.name) || sym.value == img->entry()) {
+      FT_DEBUG("not tracing {}: not entered by a call", sym.name);
+      continue;
+    }
     uint64_t addr = sym.value + mod.bias;
     unsigned hooks = hooks_for(sym.name);
     if (hooks == kHookLinker && mod.is_main && !img->is_static()) hooks = kHookNone;
