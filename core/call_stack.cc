@@ -7,7 +7,7 @@ std::vector<ShadowFrame> CallStack::drop_below(uint64_t slot, bool include_equal
   while (!frames_.empty()) {
     const ShadowFrame& top = frames_.back();
     bool deeper = top.slot < slot || (include_equal && top.slot == slot);
-    if (!deeper || slot - top.slot >= kSameStackDistance) break;
+    if (!deeper || slot - top.slot > kSameStackDistance) break;
     out.push_back(top);
     frames_.pop_back();
   }
@@ -31,9 +31,12 @@ CallStack::Entry CallStack::push(uint64_t slot, uint64_t ret_at_slot, uint64_t t
   } else {
     // Either a normal call, or [slot] holds the trampoline with no frame of ours under
     // it (cannot happen while the bookkeeping is right); treat as a normal call.
+    // Hijacked even while an unwinder runs (disarmed): a frame pushed now is deeper
+    // than anything the unwinder walks (a landing pad's callee, the personality
+    // routine) and returns before the unwinder looks at the stack again.
     f.real_ret = ret_at_slot;
-    e.write_trampoline = !disarmed_;
-    f.armed = !disarmed_;
+    e.write_trampoline = true;
+    f.armed = true;
   }
   frames_.push_back(f);
   return e;
@@ -42,8 +45,20 @@ CallStack::Entry CallStack::push(uint64_t slot, uint64_t ret_at_slot, uint64_t t
 CallStack::Return CallStack::pop(uint64_t sp_after) {
   Return r;
   uint64_t slot = sp_after - 8;
-  r.abandoned = drop_below(slot, /*include_equal=*/false);
-  if (frames_.empty() || frames_.back().slot != slot) return r;
+  // The trampoline was reached through this slot, so the topmost frame hijacking it
+  // is the one returning, and everything above it was abandoned — whatever stack
+  // those frames were on (a siglongjmp out of a handler on an alternate stack).
+  size_t idx = frames_.size();
+  while (idx > 0) {
+    const ShadowFrame& f = frames_[idx - 1];
+    if (f.slot == slot && !f.site) break;
+    --idx;
+  }
+  if (idx == 0) return r;
+  while (frames_.size() > idx) {
+    r.abandoned.push_back(frames_.back());
+    frames_.pop_back();
+  }
   r.found = true;
   while (!frames_.empty() && frames_.back().slot == slot) {
     r.returned.push_back(frames_.back());
@@ -53,6 +68,16 @@ CallStack::Return CallStack::pop(uint64_t sp_after) {
     if (!tail) break;
   }
   return r;
+}
+
+uint64_t CallStack::to_site(uint64_t slot, uint64_t trampoline, uint64_t ret_at_slot) {
+  if (ret_at_slot != trampoline || frames_.empty() || frames_.back().slot != slot) return 0;
+  uint64_t real = frames_.back().real_ret;
+  for (auto it = frames_.rbegin(); it != frames_.rend() && it->slot == slot; ++it) {
+    it->site = true;
+    it->armed = false;
+  }
+  return real;
 }
 
 CallStack::SiteEntry CallStack::push_site(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn,

@@ -32,6 +32,7 @@ struct ShadowFrame {
   uint64_t entry_ns = 0;
   bool tail = false;      // entered by a tail call: shares slot with the frame below
   bool armed = true;      // the slot holds the trampoline (false between disarm and rearm)
+  bool inherited = false; // copied from the parent at fork: its call is in the parent's trace
   bool site = false;      // returns-twice function: its return is caught by a breakpoint at
                           // real_ret, not by the trampoline (the slot is left untouched)
 };
@@ -63,6 +64,10 @@ class CallStack {
     bool restore_slot = false;
   };
   SiteEntry push_site(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
+  // An untraced returns-twice function was reached by a tail call from hijacked
+  // frames (ret_at_slot is the trampoline): they become site frames. Returns the real
+  // return address to put back into the slot, or 0 when there is nothing to do.
+  uint64_t to_site(uint64_t slot, uint64_t trampoline, uint64_t ret_at_slot);
   // A return-site breakpoint at ip was hit with sp_after: pops the matching site frame
   // (found == false when this thread has none there, e.g. a longjmp landing).
   Return pop_site(uint64_t sp_after, uint64_t ip);
@@ -73,7 +78,9 @@ class CallStack {
     std::vector<ShadowFrame> abandoned;  // innermost first: unwound (longjmp)
     std::vector<ShadowFrame> returned;   // innermost first: returned with the same value
   };
-  // The trampoline was reached with sp_after = the stack pointer after the ret.
+  // The trampoline was reached with sp_after = the stack pointer after the ret. The
+  // topmost frame hijacking that slot returns (with its tail-call partners); frames
+  // above it are reported abandoned.
   Return pop(uint64_t sp_after);
 
   // Slots to restore (slot, real return address) so an unwinder sees real addresses.
@@ -89,6 +96,16 @@ class CallStack {
   std::vector<ShadowFrame> take_all();
 
   size_t depth() const { return frames_.size(); }
+  // Frames at the bottom that a forked child inherited (their calls were reported in
+  // the parent's trace, so the child reports neither them nor counts them in depths).
+  size_t inherited() const {
+    size_t n = 0;
+    while (n < frames_.size() && frames_[n].inherited) ++n;
+    return n;
+  }
+  void mark_inherited() {
+    for (auto& f : frames_) f.inherited = true;
+  }
   bool empty() const { return frames_.empty(); }
   const std::vector<ShadowFrame>& frames() const { return frames_; }
 

@@ -20,6 +20,9 @@ void on_stop_signal(int sig, siginfo_t* si, void*) {
 void on_toggle_signal(int) { ft::Tracer::request_toggle(); }
 
 void install_signal_handlers() {
+  // The program must start with the dispositions functracer was given (an ignored
+  // SIGPIPE or SIGHUP stays ignored across exec, a handled one becomes default).
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGPIPE}) ft::Tracer::save_disposition(s);
   struct sigaction sa {};
   sa.sa_sigaction = on_stop_signal;
   sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns EINTR
@@ -29,7 +32,7 @@ void install_signal_handlers() {
   tg.sa_handler = on_toggle_signal;
   sigemptyset(&tg.sa_mask);
   sigaction(SIGUSR1, &tg, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);  // a closed stderr must not kill functracer (and with it the program)
 }
 
 ft::Status make_dirs(const std::string& dir) {

@@ -62,6 +62,7 @@ enum InternalHook : unsigned {
   kHookCatch = 1u << 2,        // __cxa_begin_catch: unwinding finished
   kHookReturnsTwice = 1u << 3, // setjmp & co: never hijack the return address
   kHookReturnSite = 1u << 4,   // the return address of a returns-twice call
+  kHookBacktrace = 1u << 5,    // _Unwind_Backtrace: rearm when it returns
 };
 
 struct Breakpoint {
@@ -83,6 +84,8 @@ struct Thread {
   CallStack stack;
   bool awaiting_initial_stop = false;  // new thread: its first stop is ours, not the program's
   int held_signal = 0;                 // a signal to deliver at the next resume
+  // Where _Unwind_Backtrace returns to (ip, sp after the return): rearm there.
+  uint64_t rearm_ip = 0, rearm_sp = 0;
 };
 
 class Process {

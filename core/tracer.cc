@@ -31,7 +31,13 @@ std::atomic<pid_t> g_forward_pid{0};
 constexpr int kRtConsistent = 0;
 constexpr uint64_t kRDebugStateOffset = 24;  // struct r_debug { int; link_map*; ElfW(Addr) r_brk; r_state; ... }
 
-std::deque<std::pair<pid_t, int>> g_deferred;  // statuses collected while waiting for one thread
+std::deque<std::pair<pid_t, int>> g_deferred;
+
+struct SavedDisposition {
+  int sig;
+  struct sigaction action;
+};
+std::vector<SavedDisposition> g_saved_dispositions;  // statuses collected while waiting for one thread
 
 std::string demangle(const std::string& name) {
   if (!name.starts_with("_Z")) return name;
@@ -100,8 +106,9 @@ bool is_fault_signal(int sig) {
 unsigned hooks_for(const std::string& name) {
   if (name == "_dl_debug_state") return kHookLinker;
   if (name == "_Unwind_RaiseException" || name == "_Unwind_Resume" || name == "_Unwind_Resume_or_Rethrow" ||
-      name == "_Unwind_ForcedUnwind" || name == "_Unwind_Backtrace")
+      name == "_Unwind_ForcedUnwind")
     return kHookUnwindStart;
+  if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace;
   if (name == "__cxa_begin_catch") return kHookCatch;
   // Functions that return twice keep their return address: setjmp stores it in the
   // jmp_buf, a vfork child returns through the parent's stack, getcontext saves it.
@@ -162,6 +169,11 @@ uint64_t monotonic_ns() {
 
 void Tracer::request_toggle() { g_toggle = true; }
 
+void Tracer::save_disposition(int sig) {
+  SavedDisposition d{sig, {}};
+  if (sigaction(sig, nullptr, &d.action) == 0) g_saved_dispositions.push_back(d);
+}
+
 void Tracer::request_stop(int sig, bool from_user) {
   // Launch mode: a signal sent to functracer by a process is passed on to the program,
   // which would have received it without functracer. A terminal's SIGINT already
@@ -213,6 +225,7 @@ Result<pid_t> Tracer::spawn() {
   if (pid == 0) {
     ::close(go[1]);
     ::close(err[0]);
+    for (const auto& d : g_saved_dispositions) sigaction(d.sig, &d.action, nullptr);
     char c;
     // Wait until the parent has seized us, so the exec is seen.
     if (::read(go[0], &c, 1) != 1) ::_exit(127);
@@ -399,6 +412,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     c.r_debug = pp.r_debug;
     nt = c.add_thread(new_tid);
     nt->stack = parent.stack;  // the child's stack is a copy of the forking thread's
+    nt->stack.mark_inherited();
     threads_[new_tid] = nt;
     if (auto s = c.mem().open(); !s) log::warn("{}", s.error().message);
     if (!opts_.follow_forks) {
@@ -448,6 +462,8 @@ void Tracer::handle_exec(Thread& t) {
   // calling thread are destroyed"); the exec'ing thread now has the process id.
   for (auto it = p.threads.begin(); it != p.threads.end();) {
     if (it->first != t.tid) {
+      if (!it->second->stack.empty())
+        report_unwound(*it->second, it->second->stack.take_all(), "exit", monotonic_ns(), 0);
       threads_.erase(it->first);
       it = p.threads.erase(it);
     } else {
@@ -507,8 +523,9 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   if (!p.silent) {
     TraceRecord r;
     r.type = "thread_exit";
-    r.add("status", static_cast<int64_t>(ws.kind == WaitStatus::Kind::Exited ? ws.exit_code : 128 + ws.signal));
-    lifecycle(p, &t, FT_EVENT_THREAD_EXITED, ws.exit_code, 0, nullptr, std::move(r), "");
+    int64_t status = ws.kind == WaitStatus::Kind::Exited ? ws.exit_code : 128 + ws.signal;
+    r.add("status", status);
+    lifecycle(p, &t, FT_EVENT_THREAD_EXITED, status, 0, nullptr, std::move(r), "");
   }
   pid_t tid = t.tid;
   threads_.erase(tid);
@@ -545,7 +562,7 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
                 fmt::format("+++ killed by {} +++", name));
     }
     if (fault)
-      log::error("process {} killed by {} (fault address {:#x})", p.pid(), name, p.fault_addr);
+      log::info("process {} killed by {} (fault address {:#x})", p.pid(), name, p.fault_addr);
     else if (p.pid() == main_pid_)
       log::info("process {} killed by {}", p.pid(), name);
   }
@@ -649,6 +666,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (hooks & kHookReturnSite) {
     auto r = t.stack.pop_site(regs.sp(), addr);
     if (r.found) report_returns(t, regs, r, monotonic_ns());
+    if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
+      t.rearm_ip = t.rearm_sp = 0;
+      rearm(t, regs.sp());
+    }
   }
   if (hooks & kHookLinker) {
     bool consistent = true;
@@ -661,7 +682,30 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   }
   if (hooks & kHookUnwindStart) disarm(t);
   if (hooks & kHookCatch) rearm(t, regs.sp());
-  if (t.stack.disarmed() && !(hooks & (kHookUnwindStart | kHookReturnSite))) rearm(t, regs.sp());
+  if (hooks & kHookBacktrace) {
+    // backtrace() returns normally: put the trampolines back when it does.
+    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && *ret != p.trampoline.value()) {
+      if (Breakpoint* site = plant_raw(p, t, regs, *ret, "_Unwind_Backtrace return site")) {
+        site->hooks |= kHookReturnSite;
+        t.rearm_ip = *ret;
+        t.rearm_sp = regs.sp() + 8;
+      }
+    }
+  }
+  bool traced_here = false;
+  if (auto b = p.breakpoints.find(addr); b != p.breakpoints.end() && b->second.traced && enabled_ && !p.silent)
+    traced_here = p.functions[b->second.fn].return_mask != 0;
+  if ((hooks & kHookReturnsTwice) && !traced_here) {
+    // Not traced itself, but reached by a jump from hijacked frames (a traced
+    // _setjmp@plt): it would save the trampoline as its return address. Hand those
+    // frames over to a return-site breakpoint and put the real address back.
+    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())))
+      if (uint64_t real = t.stack.to_site(regs.sp(), p.trampoline.value(), *ret)) {
+        (void)p.mem().poke(t.tid, RemoteAddr(regs.sp()), real);
+        if (Breakpoint* site = plant_raw(p, t, regs, real, "return site"))
+          site->hooks |= kHookReturnSite;
+      }
+  }
 
   auto it = p.breakpoints.find(addr);  // rescanning may have changed the table
   if (it == p.breakpoints.end()) {
@@ -675,7 +719,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     const FunctionInfo& fn = p.functions[it->second.fn];
     uint32_t fn_id = it->second.fn;
     uint64_t now = monotonic_ns();
-    unsigned depth = static_cast<unsigned>(t.stack.depth());
+    unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
     if (fn.return_mask) {
       RemoteAddr slot(regs.sp());
       auto ret = p.mem().peek(t.tid, slot);
@@ -683,7 +727,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         // Catch the return with a breakpoint at the return address.
         auto e = t.stack.push_site(slot.value(), *ret, p.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
-        depth = static_cast<unsigned>(t.stack.depth() - 1);
+        depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
         Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
         if (site) {
@@ -694,7 +738,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       } else if (ret) {
         auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
-        depth = static_cast<unsigned>(t.stack.depth() - 1);
+        depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
             t.stack.pop_last();
@@ -723,9 +767,11 @@ void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::R
   Process& p = *t.process;
   if (p.silent) return;
   size_t n = r.returned.size();
+  size_t base = t.stack.depth() - t.stack.inherited();
   for (size_t i = 0; i < n; ++i) {
+    if (r.returned[i].inherited) continue;
     const FunctionInfo& fn = p.functions[r.returned[i].fn];
-    ft_ctx c = ctx(p, &t, &regs, static_cast<unsigned>(t.stack.depth() + (n - 1 - i)));
+    ft_ctx c = ctx(p, &t, &regs, static_cast<unsigned>(base + (n - 1 - i)));
     c.now_ns = now;
     host_.ret(c, fn);
     ++stats_.returns;
@@ -1064,9 +1110,12 @@ void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, c
   Process& p = *t.process;
   if (p.silent) return;
   size_t n = frames.size();
+  // Inherited frames are the outermost ones; they are not counted in depths.
+  size_t inherited_below = std::min(base_depth, t.stack.inherited());
   for (size_t i = 0; i < n; ++i) {
+    if (frames[i].inherited) continue;
     const FunctionInfo& fn = p.functions[frames[i].fn];
-    ft_ctx c = ctx(p, &t, nullptr, static_cast<unsigned>(base_depth + (n - 1 - i)));
+    ft_ctx c = ctx(p, &t, nullptr, static_cast<unsigned>(base_depth - inherited_below + (n - 1 - i)));
     c.now_ns = now;
     host_.unwound(c, fn, reason);
     ++stats_.unwound;

@@ -48,6 +48,9 @@ class Tracer {
 
   // Asynchronous requests from signal handlers (only set flags).
   static void request_toggle();
+  // Remember a signal disposition functracer inherited, to give it back to the
+  // program it launches.
+  static void save_disposition(int sig);
   static void request_stop(int sig, bool from_user);
 
  private:

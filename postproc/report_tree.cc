@@ -1,1 +1,172 @@
-// placeholder
+#include "postproc/report_tree.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/trace_record.h"
+#include "postproc/call_model.h"
+#include "postproc/demangle.h"
+
+namespace ft::post {
+
+namespace {
+
+class TreeObserver : public CallObserver {
+ public:
+  TreeObserver(const ReportOptions& options, Output& out) : options_(options), out_(out) {}
+
+  void begin_process(const TraceReader& reader) override { pid_ = reader.pid(); }
+
+  void on_record(const TraceRecord& r) override {
+    if (r.type == "signal") {
+      std::string text = "<signal ";
+      const std::string* name = r.get_str("name");
+      if (name && !name->empty()) {
+        text += *name;
+      } else {
+        text += std::to_string(r.get_int("signal").value_or(0));
+      }
+      annotate(r.tid, text + ">");
+    } else if (r.type == "lost") {
+      const std::string* reason = r.get_str("reason");
+      annotate(r.tid, fmt::format("<lost {} events{}{}>", r.get_int("count").value_or(0),
+                                  reason ? ": " : "", reason ? *reason : ""));
+    } else if (r.type == "exec") {
+      std::string text = "<exec ";
+      if (const std::string* exe = r.get_str("exe")) {
+        append_quoted(text, *exe);  // a path may hold any byte, even a newline
+      } else {
+        text += '?';
+      }
+      annotate(r.tid, text + ">");
+    }
+  }
+
+  void on_call(int64_t tid, const Activation& a) override {
+    ThreadOut* t = thread(tid);
+    if (!t) return;
+    open_brace(*t);
+    indent(*t, a.level);
+    t->text += demangler_.short_name(a.function);
+    t->text += '(';
+    append_args(t->text, a);
+    t->text += ')';
+    t->line_open = true;
+    t->level = a.level + 1;
+  }
+
+  void on_end(int64_t tid, const Activation& a, const ActivationEnd& end) override {
+    ThreadOut* t = thread(tid);
+    if (!t) return;
+    if (!t->line_open) {
+      indent(*t, a.level);
+      t->text += '}';
+    }
+    t->line_open = false;
+    if (end.kind == EndKind::kReturn) {
+      fmt::format_to(std::back_inserter(t->text), " = {:#x}", end.retval);
+    } else {
+      t->text += " <unwound: ";
+      t->text += end.reason;
+      t->text += '>';
+    }
+    if (options_.time) t->text += " <" + format_duration(end.inclusive_ns) + ">";
+    t->text += '\n';
+    t->level = a.level;
+  }
+
+  void end_process() override {
+    for (size_t i = 0; i < threads_.size(); ++i) {
+      if (i > 0) write_section_header(threads_[i].tid);
+      out_.write(threads_[i].text);
+    }
+    threads_.clear();
+    index_.clear();
+  }
+
+ private:
+  struct ThreadOut {
+    int64_t tid = 0;
+    std::string text;
+    bool line_open = false;  // a call line waits to learn whether it has callees
+    size_t level = 0;        // current nesting
+  };
+
+  // Sections come out in order of the threads' first appearance, so the first
+  // thread's section is written as it grows; only the others are held back until the
+  // end of the process.
+  ThreadOut* thread(int64_t tid) {
+    if (options_.tid && *options_.tid != tid) return nullptr;
+    auto [it, inserted] = index_.try_emplace(tid, threads_.size());
+    if (inserted) {
+      if (threads_.empty()) write_section_header(tid);
+      threads_.push_back(ThreadOut{tid, {}, false, 0});
+    }
+    ThreadOut* t = &threads_[it->second];
+    if (it->second == 0 && t->text.size() >= kStreamBytes) {
+      out_.write(t->text);
+      t->text.clear();
+    }
+    return t;
+  }
+
+  void write_section_header(int64_t tid) {
+    if (!first_section_) out_.write("\n");
+    first_section_ = false;
+    out_.write(fmt::format("== pid {} tid {} ==\n", pid_, tid));
+  }
+
+  static void open_brace(ThreadOut& t) {
+    if (t.line_open) {
+      t.text += " {\n";
+      t.line_open = false;
+    }
+  }
+
+  static void indent(ThreadOut& t, size_t level) { t.text.append(level * 2, ' '); }
+
+  void annotate(int64_t tid, const std::string& text) {
+    ThreadOut* t = thread(tid);
+    if (!t) return;
+    open_brace(*t);
+    indent(*t, t->level);
+    t->text += text;
+    t->text += '\n';
+  }
+
+  static void append_args(std::string& out, const Activation& a) {
+    size_t count = a.args.size();
+    if (a.nargs) count = static_cast<size_t>(std::clamp<int64_t>(*a.nargs, 0, kArgRegisters));
+    for (size_t i = 0; i < count; ++i) {
+      if (i) out += ", ";
+      if (i < a.strings.size() && a.strings[i]) {
+        append_quoted(out, *a.strings[i]);
+      } else if (i < a.args.size()) {
+        fmt::format_to(std::back_inserter(out), "{:#x}", a.args[i]);
+      } else {
+        out += '?';
+      }
+    }
+  }
+
+  static constexpr size_t kStreamBytes = 1 << 16;
+
+  const ReportOptions& options_;
+  Output& out_;
+  Demangler demangler_;
+  int64_t pid_ = 0;
+  bool first_section_ = true;
+  std::vector<ThreadOut> threads_;
+  std::unordered_map<int64_t, size_t> index_;
+};
+
+}  // namespace
+
+Status report_tree(const ReportOptions& options, Output& out, Diagnostics& diag) {
+  TreeObserver observer(options, out);
+  return replay_traces(options.traces, observer, diag);
+}
+
+}  // namespace ft::post

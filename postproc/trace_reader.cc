@@ -1,1 +1,213 @@
-// placeholder
+#include "postproc/trace_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace ft::post {
+
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 16;
+// A line longer than this is not something functracer writes; it is skipped as
+// malformed rather than held in memory.
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
+// Malformed or out-of-order lines reported one by one per file; the rest are counted.
+constexpr uint64_t kMaxReportedLines = 10;
+
+class NullDiagnostics : public Diagnostics {
+ public:
+  void warning(std::string_view) override {}
+};
+
+bool is_end_record(const std::string& type) {
+  return type == "exit" || type == "detach" || type == "killed";
+}
+
+}  // namespace
+
+void StderrDiagnostics::warning(std::string_view message) {
+  std::fprintf(stderr, "functracer-postproc: warning: %.*s\n", static_cast<int>(message.size()),
+               message.data());
+}
+
+Status check_trace_file(const std::string& path) {
+  NullDiagnostics quiet;
+  auto reader = TraceReader::open(path, quiet);
+  if (!reader) return reader.error();
+  return {};
+}
+
+TraceReader::TraceReader(std::string path, File file, Diagnostics& diag)
+    : path_(std::move(path)), file_(std::move(file)), diag_(&diag), buf_(kBufferBytes) {}
+
+Result<TraceReader> TraceReader::open(const std::string& path, Diagnostics& diag) {
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) return Error::from_errno(errno, path);
+  TraceReader r(path, std::move(file), diag);
+
+  // Decide from the first bytes, so a large binary file is not scanned for a newline.
+  r.fill();
+  if (r.read_error_) return Error::from_errno(errno ? errno : EIO, path);
+  const std::string expected = std::string(kTraceMagic) + " " + std::to_string(kTraceFormatVersion);
+  const std::string prefix = std::string(kTraceMagic) + " ";
+  std::string_view start(r.buf_.data(), std::min(r.buf_len_, prefix.size()));
+  if (r.buf_len_ == 0) {
+    return Error::msg(path + ": not a functracer trace (the file is empty)");
+  }
+  if (start != std::string_view(prefix).substr(0, start.size()) || start.size() < prefix.size()) {
+    return Error::msg(path + ": not a functracer trace (it does not start with '" + expected +
+                      "')");
+  }
+  LineStatus st = r.read_line(r.line_);
+  if (r.line_ != expected) {
+    std::string version = r.line_.substr(prefix.size(), 32);
+    return Error::msg(path + ": unsupported trace format version '" + version +
+                      "' (this functracer-postproc reads version " +
+                      std::to_string(kTraceFormatVersion) + ")");
+  }
+  if (st == LineStatus::kIncomplete) {
+    r.incomplete_line_ = true;
+    r.warn(1, "the magic line is not terminated (the trace was cut short)");
+  } else if (const TraceRecord* first = r.read_record()) {
+    r.pending_ = *first;
+    r.pending_line_ = r.record_line_;
+  }
+
+  if (r.pending_ && r.pending_->type == "header") {
+    r.header_ = *r.pending_;
+    if (auto pid = r.header_->get_int("pid")) {
+      r.pid_ = *pid;
+    } else {
+      r.pid_ = r.pending_->tid;
+      r.warn(r.pending_line_, "the header record has no pid field; using its thread id");
+    }
+  } else if (r.pending_) {
+    r.pid_ = r.pending_->tid;
+    r.warn(r.pending_line_, "the first record is '" + r.pending_->type +
+                                "', not the header; using its thread id as the pid");
+  }
+  return r;
+}
+
+void TraceReader::warn(uint64_t line, std::string_view message) {
+  std::string text = path_;
+  if (line > 0) text += ":" + std::to_string(line);
+  text += ": ";
+  text += message;
+  diag_->warning(text);
+}
+
+bool TraceReader::fill() {
+  if (eof_) return false;
+  buf_pos_ = 0;
+  buf_len_ = std::fread(buf_.data(), 1, buf_.size(), file_.get());
+  if (buf_len_ == 0) {
+    eof_ = true;
+    if (std::ferror(file_.get())) {
+      read_error_ = true;
+      if (line_no_ > 0) warn(line_no_, std::string("read error: ") + std::strerror(errno));
+    }
+    return false;
+  }
+  return true;
+}
+
+TraceReader::LineStatus TraceReader::read_line(std::string& line) {
+  line.clear();
+  line_overlong_ = false;
+  bool any = false;
+  while (true) {
+    if (buf_pos_ == buf_len_ && !fill()) {
+      if (!any) return LineStatus::kEnd;
+      ++line_no_;
+      return LineStatus::kIncomplete;
+    }
+    any = true;
+    const char* begin = buf_.data() + buf_pos_;
+    size_t avail = buf_len_ - buf_pos_;
+    const void* nl = std::memchr(begin, '\n', avail);
+    size_t take = nl ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : avail;
+    if (!line_overlong_ && line.size() + take > kMaxLineBytes) {
+      line_overlong_ = true;
+      line.clear();
+      line.shrink_to_fit();
+    }
+    if (!line_overlong_) line.append(begin, take);
+    if (nl) {
+      buf_pos_ += take + 1;
+      ++line_no_;
+      return LineStatus::kLine;
+    }
+    buf_pos_ = buf_len_;
+  }
+}
+
+const TraceRecord* TraceReader::read_record() {
+  while (true) {
+    LineStatus st = read_line(line_);
+    if (st == LineStatus::kEnd) return nullptr;
+    if (st == LineStatus::kIncomplete) {
+      incomplete_line_ = true;
+      warn(line_no_, "the last line is incomplete (the trace was cut short); ignored");
+      return nullptr;
+    }
+    std::string problem;
+    if (line_overlong_) {
+      problem = "line longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB";
+    } else {
+      auto parsed = parse_record(line_);
+      if (parsed) {
+        record_ = std::move(parsed).value();
+        record_line_ = line_no_;
+        if (last_seq_ != 0 && record_.seq <= last_seq_) {
+          if (++out_of_order_ <= kMaxReportedLines) {
+            warn(line_no_, "sequence number " + std::to_string(record_.seq) +
+                               " does not follow " + std::to_string(last_seq_) +
+                               " (records lost or files mixed up?)");
+          }
+        }
+        last_seq_ = record_.seq;
+        if (record_.ts_ns > last_ts_) last_ts_ = record_.ts_ns;
+        if (is_end_record(record_.type)) seen_end_record_ = true;
+        return &record_;
+      }
+      problem = parsed.error().message;
+    }
+    if (++malformed_ <= kMaxReportedLines) warn(line_no_, "malformed record, skipped: " + problem);
+  }
+}
+
+const TraceRecord* TraceReader::next() {
+  if (pending_) {
+    record_ = std::move(*pending_);
+    pending_.reset();
+    record_line_ = pending_line_;
+    return &record_;
+  }
+  if (finished_) return nullptr;
+  if (!incomplete_line_) {
+    if (const TraceRecord* r = read_record()) return r;
+  }
+  finish();
+  return nullptr;
+}
+
+void TraceReader::finish() {
+  finished_ = true;
+  if (malformed_ > kMaxReportedLines) {
+    warn(0, std::to_string(malformed_ - kMaxReportedLines) + " more malformed lines not shown");
+  }
+  if (out_of_order_ > kMaxReportedLines) {
+    warn(0, std::to_string(out_of_order_ - kMaxReportedLines) +
+                " more out-of-order sequence numbers not shown");
+  }
+  if (!seen_end_record_) {
+    warn(line_no_, "the trace ends without an exit, detach or killed record (cut short?); "
+                   "reporting what it holds");
+  }
+  complete_ = seen_end_record_ && !incomplete_line_ && malformed_ == 0 && !read_error_;
+}
+
+}  // namespace ft::post

@@ -117,6 +117,9 @@ unsigned on_symbol(void*, const ft_symbol* sym) {
   std::string base = cxx ? without_params(sym->demangled) : std::string();
   for (auto& p : state.patterns) {
     if (!p.lib.empty() && !std::strstr(sym->module, p.lib.c_str())) continue;
+    // PLT stubs are matched only by patterns that ask for them ("foo@plt", "*@plt"):
+    // "foo*" means the functions, not also the stubs that lead to them.
+    if (sym->is_plt && p.glob.find("@plt") == std::string::npos) continue;
     if (fnmatch(p.glob.c_str(), sym->name, 0) == 0 ||
         (cxx && (fnmatch(p.glob.c_str(), sym->demangled, 0) == 0 || fnmatch(p.glob.c_str(), base.c_str(), 0) == 0))) {
       p.matched = true;
@@ -166,12 +169,13 @@ void flush_pending(ft_ctx* ctx, int tid) {
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t args[6];
   for (unsigned i = 0; i < 6; ++i) args[i] = host->arg(ctx, i);
-  ft_field fields[4 + 6];
+  ft_field fields[5 + 6];
   size_t n = 0;
   fields[n++] = ft_field{"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0};
   fields[n++] = ft_field{"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0};
   fields[n++] = ft_field{"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0};
   fields[n++] = ft_field{"args", FT_FIELD_HEX_LIST, 0, 0, nullptr, args, 6};
+  if (fn->nparams >= 0) fields[n++] = ft_field{"nargs", FT_FIELD_INT, fn->nparams, 0, nullptr, nullptr, 0};
   static const char* const kStrKeys[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
   std::string strs[6];
   bool is_str[6] = {};

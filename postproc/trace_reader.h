@@ -1,0 +1,117 @@
+// TraceReader: reads one trace file (doc/trace-format.md) record by record.
+//
+// Streaming: the file is read through a fixed buffer, one line at a time, so memory
+// stays bounded by the longest line however large the trace is. A trace is one
+// process; its pid comes from the header record.
+//
+// Traces may be cut short (functracer killed, disk full). The reader reports what is
+// wrong through Diagnostics and goes on with what it can use: a malformed line is
+// skipped, an incomplete last line is ignored, and a trace without an end record
+// (exit, detach, killed) gets a warning once it has been read to the end. Only a file
+// that is not a trace at all (no magic line) fails to open.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "core/trace_record.h"
+
+namespace ft::post {
+
+// Where warnings go: stderr in the tool, a list in tests.
+class Diagnostics {
+ public:
+  virtual ~Diagnostics() = default;
+  virtual void warning(std::string_view message) = 0;
+};
+
+class StderrDiagnostics : public Diagnostics {
+ public:
+  void warning(std::string_view message) override;
+};
+
+class CollectingDiagnostics : public Diagnostics {
+ public:
+  void warning(std::string_view message) override { warnings.emplace_back(message); }
+  std::vector<std::string> warnings;
+};
+
+// Checks that `path` can be opened and starts with the magic line; the error names the
+// file. Cheap: reads at most the first buffer.
+Status check_trace_file(const std::string& path);
+
+class TraceReader {
+ public:
+  static Result<TraceReader> open(const std::string& path, Diagnostics& diag);
+
+  TraceReader(TraceReader&&) noexcept = default;
+  TraceReader& operator=(TraceReader&&) noexcept = default;
+  ~TraceReader() = default;
+
+  // The next well-formed record, or nullptr at the end of the file. The pointer stays
+  // valid until the next call. Reaching the end emits the cut-short warnings.
+  const TraceRecord* next();
+
+  const std::string& path() const { return path_; }
+  // From the header record; when the header is missing, the tid of the first record.
+  int64_t pid() const { return pid_; }
+  // nullptr when the trace has no header record.
+  const TraceRecord* header() const { return header_ ? &*header_ : nullptr; }
+  // Line number (1-based, the magic line is 1) of the record last returned.
+  uint64_t line_number() const { return record_line_; }
+  // Largest timestamp among the records returned so far.
+  uint64_t last_ts() const { return last_ts_; }
+  // After next() returned nullptr: whether the trace ended as a complete trace does
+  // (end record present, last line complete, no malformed line).
+  bool complete() const { return complete_; }
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  using File = std::unique_ptr<std::FILE, FileCloser>;
+
+  TraceReader(std::string path, File file, Diagnostics& diag);
+
+  enum class LineStatus { kLine, kIncomplete, kEnd };
+  LineStatus read_line(std::string& line);
+  bool fill();
+  const TraceRecord* read_record();
+  void warn(uint64_t line, std::string_view message);
+  void finish();
+
+  std::string path_;
+  File file_;
+  Diagnostics* diag_;
+  std::vector<char> buf_;
+  size_t buf_pos_ = 0;
+  size_t buf_len_ = 0;
+  bool eof_ = false;
+  bool read_error_ = false;
+
+  std::string line_;
+  bool line_overlong_ = false;  // the line read last exceeded the limit and was dropped
+  uint64_t line_no_ = 0;
+  uint64_t record_line_ = 0;
+  TraceRecord record_;
+  std::optional<TraceRecord> pending_;  // first record, read ahead by open()
+  uint64_t pending_line_ = 0;
+  std::optional<TraceRecord> header_;
+  int64_t pid_ = 0;
+  uint64_t last_seq_ = 0;
+  uint64_t last_ts_ = 0;
+  bool seen_end_record_ = false;
+  bool incomplete_line_ = false;
+  uint64_t malformed_ = 0;
+  uint64_t out_of_order_ = 0;
+  bool finished_ = false;
+  bool complete_ = false;
+};
+
+}  // namespace ft::post

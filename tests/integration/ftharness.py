@@ -1,0 +1,629 @@
+"""Helpers shared by the integration tests.
+
+The tests run the built `functracer` and `functracer-postproc` on the programs
+of tests/progs and on ordinary system programs, and judge the results against
+oracles that do not come from functracer itself: the programs' own call counts,
+their untraced output and exit status, objdump, and kernel uprobes (bpftrace).
+
+Paths come from the environment (set by tests/integration/meson.build):
+  FUNCTRACER           the functracer executable
+  FUNCTRACER_POSTPROC  the functracer-postproc executable
+  FT_PROGS_DIR         the directory holding the built tracee programs
+"""
+
+import collections
+import glob
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+UNTRACED_TIMEOUT = 120
+TRACED_TIMEOUT = 900
+POSTPROC_TIMEOUT = 300
+BPFTRACE_TIMEOUT = 600
+
+# Exit status used by meson for "skipped".
+SKIP_STATUS = 77
+
+
+def env_path(name):
+    value = os.environ.get(name)
+    if not value:
+        sys.stderr.write(f"{name} is not set; run this through `meson test`\n")
+        sys.exit(2)
+    return value
+
+
+def functracer():
+    return env_path("FUNCTRACER")
+
+
+def postproc():
+    return env_path("FUNCTRACER_POSTPROC")
+
+
+def progs_dir():
+    return env_path("FT_PROGS_DIR")
+
+
+def fmt_cmd(cmd):
+    return shlex.join(str(c) for c in cmd)
+
+
+# --------------------------------------------------------------------------
+# Failure collection: a test keeps going after a failed check so that one run
+# reports everything it found; finish() sets the exit status.
+
+
+class Checker:
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+        self.notes = []
+
+    def fail(self, msg):
+        self.failures.append(msg)
+        print(f"FAIL: {msg}", flush=True)
+
+    def check(self, cond, msg):
+        if not cond:
+            self.fail(msg)
+        return bool(cond)
+
+    def check_eq(self, actual, expected, what):
+        """`what` may go on with details after its first line."""
+        if actual != expected:
+            title, _, detail = what.partition("\n")
+            self.fail(f"{title}: expected {expected!r}, got {actual!r}" +
+                      (f"\n{detail}" if detail else ""))
+            return False
+        return True
+
+    def note(self, msg):
+        self.notes.append(msg)
+        print(msg, flush=True)
+
+    def finish(self):
+        print()
+        if self.failures:
+            print(f"{self.name}: {len(self.failures)} failure(s):")
+            for f in self.failures:
+                print(f"  - {f.splitlines()[0] if f else f}")
+            sys.exit(1)
+        print(f"{self.name}: OK")
+        sys.exit(0)
+
+
+# --------------------------------------------------------------------------
+# Running processes.
+
+
+class Result:
+    def __init__(self, cmd, status, stdout, stderr, seconds, timed_out=False):
+        self.cmd = cmd
+        self.status = status  # shell convention: 128+N when killed by signal N
+        self.stdout = stdout
+        self.stderr = stderr
+        self.seconds = seconds
+        self.timed_out = timed_out
+
+    @property
+    def out(self):
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self):
+        return self.stderr.decode("utf-8", "replace")
+
+    def describe(self, limit=3000):
+        def clip(s):
+            s = s.decode("utf-8", "replace")
+            return s if len(s) <= limit else s[:limit] + f"\n... ({len(s)} chars)"
+
+        return (f"command: {fmt_cmd(self.cmd)}\n"
+                f"exit status: {self.status}{' (TIMED OUT)' if self.timed_out else ''}"
+                f" after {self.seconds:.2f}s\n"
+                f"--- stdout ---\n{clip(self.stdout)}\n--- stderr ---\n{clip(self.stderr)}")
+
+
+def _child_setup():
+    # No core files from the crash tests, default signal dispositions.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def run(cmd, timeout=UNTRACED_TIMEOUT, stdin=None, cwd=None, env=None):
+    """Runs cmd, returns a Result. stdin: bytes or None (then /dev/null)."""
+    cmd = [str(c) for c in cmd]
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            preexec_fn=_child_setup,
+            start_new_session=True,
+        )
+    except OSError as e:
+        return Result(cmd, -1, b"", f"cannot start: {e}".encode(), 0.0)
+    timed_out = False
+    try:
+        out, err = proc.communicate(input=stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+    seconds = time.monotonic() - start
+    status = proc.returncode
+    if status < 0:
+        status = 128 - status
+    return Result(cmd, status, out, err, seconds, timed_out)
+
+
+class TempDir:
+    """A scratch directory, removed at the end unless FT_KEEP_TMP is set."""
+
+    def __init__(self, prefix="ft-it-"):
+        base = os.environ.get("FT_TMPDIR") or None
+        self.path = tempfile.mkdtemp(prefix=prefix, dir=base)
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        if os.environ.get("FT_KEEP_TMP"):
+            print(f"(kept {self.path})")
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# What a tracee program says about itself (see tests/progs/tracee.h).
+
+
+class Expectations:
+    def __init__(self):
+        self.calls = collections.OrderedDict()  # name -> count
+        self.unwound = collections.defaultdict(dict)  # reason -> {name: count}
+        self.per_thread = []  # (name, count, tids)
+        self.follow_calls = collections.OrderedDict()  # counts over all processes (-f)
+
+    def names(self):
+        return list(self.calls.keys())
+
+
+def _pairs(words):
+    out = collections.OrderedDict()
+    for w in words:
+        k, _, v = w.partition("=")
+        out[k] = int(v)
+    return out
+
+
+def parse_expectations(stdout_text):
+    exp = Expectations()
+    for line in stdout_text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "calls":
+            exp.calls.update(_pairs(words[1:]))
+        elif words[0] == "unwound" and len(words) >= 2:
+            exp.unwound[words[1]].update(_pairs(words[2:]))
+        elif words[:2] == ["follow", "calls"]:
+            exp.follow_calls.update(_pairs(words[2:]))
+        elif words[0] == "per_thread":
+            d = _pairs(words[1:])
+            tids = d.pop("tids")
+            for name, n in d.items():
+                exp.per_thread.append((name, n, tids))
+    return exp
+
+
+# --------------------------------------------------------------------------
+# Names. Records carry demangled names ("xt_re1(int)"); the programs print
+# plain names ("xt_re1"). Fragments such as "f.cold" or "f(int) [clone .cold]"
+# are not function entries (the hot part jumps into them) and must never be
+# reported as called. Clones (.isra, .constprop, .part) are real entries.
+
+
+def base_name(fn):
+    if fn is None:
+        return None
+    fn = str(fn)
+    i = fn.find("(")
+    return fn if i < 0 else fn[:i]
+
+
+def is_fragment(fn):
+    fn = str(fn or "")
+    return bool(re.search(r"\.cold\b", fn))
+
+
+def record_function(rec):
+    for key in ("function_demangled", "demangled", "function", "name", "symbol"):
+        if key in rec and rec[key] is not None:
+            return rec[key]
+    return None
+
+
+# --------------------------------------------------------------------------
+# functracer and functracer-postproc.
+
+
+class TraceRun:
+    def __init__(self, result, outdir):
+        self.result = result
+        self.outdir = outdir
+        self.files = sorted(glob.glob(os.path.join(outdir, "*.trace")))
+
+
+def trace(program_args, patterns=None, outdir=None, quiet=True, plugin="calltrace",
+          extra=(), timeout=TRACED_TIMEOUT, stdin=None, cwd=None):
+    cmd = [functracer()]
+    if quiet:
+        cmd.append("-q")
+    if plugin:
+        cmd += ["-e", plugin]
+    if patterns is not None:
+        cmd += ["-a", patterns]
+    if outdir is not None:
+        cmd += ["-o", outdir]
+    cmd += list(extra)
+    cmd += list(program_args)
+    res = run(cmd, timeout=timeout, stdin=stdin, cwd=cwd)
+    return TraceRun(res, outdir) if outdir is not None else TraceRun(res, "/nonexistent")
+
+
+def run_postproc(args, timeout=POSTPROC_TIMEOUT):
+    return run([postproc()] + list(args), timeout=timeout)
+
+
+def dump_records(ck, files):
+    """`dump --json` of the trace files, as a list of dicts (None on failure)."""
+    res = run_postproc(["dump", "--json"] + list(files))
+    if not ck.check(res.status == 0 and not res.timed_out,
+                    f"functracer-postproc dump failed\n{res.describe()}"):
+        return None
+    records = []
+    bad = 0
+    for n, line in enumerate(res.out.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            bad += 1
+            if bad <= 3:
+                ck.fail(f"dump --json line {n} is not JSON ({e}): {line[:200]!r}\n"
+                        f"command: {fmt_cmd(res.cmd)}")
+            continue
+        if not isinstance(rec, dict):
+            bad += 1
+            ck.fail(f"dump --json line {n} is not an object: {line[:200]!r}")
+            continue
+        records.append(rec)
+    return records
+
+
+def calls_report(ck, files):
+    """`calls --json`: list of function entries (None on failure)."""
+    res = run_postproc(["calls", "--json"] + list(files))
+    if not ck.check(res.status == 0 and not res.timed_out,
+                    f"functracer-postproc calls failed\n{res.describe()}"):
+        return None
+    try:
+        doc = json.loads(res.out)
+    except ValueError as e:
+        ck.fail(f"calls --json output is not JSON ({e})\n{res.describe()}")
+        return None
+    funcs = doc.get("functions") if isinstance(doc, dict) else None
+    if not ck.check(isinstance(funcs, list),
+                    f"calls --json has no \"functions\" list\n{res.describe()}"):
+        return None
+    for f in funcs:
+        for key in ("name", "calls", "total_ns", "self_ns"):
+            if not ck.check(isinstance(f, dict) and key in f,
+                            f"calls --json entry lacks {key!r}: {str(f)[:300]}"):
+                return None
+    return funcs
+
+
+# --------------------------------------------------------------------------
+# Analysis of dump records.
+
+COMMON_KEYS = ("pid", "tid", "seq", "ts_ns", "type")
+REQUIRED_KEYS = {
+    "call": ("function", "address", "depth"),
+    "return": ("function", "depth", "retval"),
+    "unwound": ("function", "depth", "reason"),
+}
+UNWIND_REASONS = ("longjmp", "exception", "exit")
+
+
+class ThreadLog:
+    def __init__(self, pid, tid, instance):
+        self.pid = pid
+        self.tid = tid
+        self.instance = instance
+        self.stack = []  # list of call records
+        self.depth_offset = None
+        self.calls = collections.Counter()  # base name -> count
+
+
+class Analysis:
+    def __init__(self):
+        self.calls = collections.Counter()
+        self.returns = collections.Counter()
+        self.unwound = collections.defaultdict(collections.Counter)  # reason -> name -> n
+        self.types = collections.Counter()
+        self.threads = []  # every ThreadLog
+        self.problems = []
+        self.fragments = collections.Counter()
+        self.pairs = []  # (call record, closing record)
+        self.addresses = collections.defaultdict(set)  # base name -> call addresses
+
+    def problem(self, msg):
+        self.problems.append(msg)
+
+
+def _as_int(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v, 0)
+        except ValueError:
+            return None
+    return None
+
+
+def analyze(records):
+    """Checks the structure of the event stream and counts per function."""
+    a = Analysis()
+    current = {}  # (pid, tid) -> ThreadLog
+    last_seq = {}
+    instances = collections.Counter()
+
+    def thread_for(key):
+        t = current.get(key)
+        if t is None:
+            instances[key] += 1
+            t = ThreadLog(key[0], key[1], instances[key])
+            current[key] = t
+            a.threads.append(t)
+        return t
+
+    for rec in records:
+        rtype = rec.get("type")
+        a.types[rtype] += 1
+        missing = [k for k in COMMON_KEYS if k not in rec]
+        if missing:
+            a.problem(f"record lacks {missing}: {json.dumps(rec)[:300]}")
+            continue
+        pid, tid = rec["pid"], rec["tid"]
+        seq = _as_int(rec["seq"])
+        if seq is not None:
+            prev = last_seq.get(pid)
+            if prev is not None and seq <= prev:
+                a.problem(f"seq not increasing in pid {pid}: {prev} then {seq}")
+            last_seq[pid] = seq
+        req = REQUIRED_KEYS.get(rtype, ())
+        missing = [k for k in req if k not in rec]
+        if missing:
+            a.problem(f"{rtype} record lacks {missing}: {json.dumps(rec)[:300]}")
+        key = (pid, tid)
+        if rtype == "thread":
+            t = current.get(key)
+            if t is not None and t.stack:
+                a.problem(f"new thread record for tid {tid} while it has {len(t.stack)} open "
+                          f"frames ({[record_function(c) for c in t.stack][-5:]})")
+            if t is not None:
+                del current[key]
+            thread_for(key)
+            continue
+        if rtype not in ("call", "return", "unwound"):
+            continue
+        t = thread_for(key)
+        fn = record_function(rec)
+        base = base_name(fn)
+        depth = _as_int(rec.get("depth"))
+        if rtype == "call":
+            if is_fragment(fn):
+                a.fragments[str(fn)] += 1
+            a.calls[base] += 1
+            t.calls[base] += 1
+            addr = _as_int(rec.get("address"))
+            if addr is not None:
+                a.addresses[base].add(addr)
+            if depth is not None:
+                off = depth - len(t.stack)
+                if t.depth_offset is None:
+                    t.depth_offset = off
+                elif off != t.depth_offset:
+                    a.problem(f"tid {tid}: call of {fn} at depth {depth} with {len(t.stack)} "
+                              f"open frames (earlier calls had depth = open frames + "
+                              f"{t.depth_offset}); seq {rec.get('seq')}")
+                    t.depth_offset = off
+            t.stack.append(rec)
+            continue
+        # return / unwound
+        if not t.stack:
+            a.problem(f"tid {tid}: {rtype} of {fn} with no open call (seq {rec.get('seq')})")
+            continue
+        opened = t.stack.pop()
+        ofn = record_function(opened)
+        if ofn != fn:
+            a.problem(f"tid {tid}: {rtype} of {fn} closes call of {ofn} "
+                      f"(call seq {opened.get('seq')}, {rtype} seq {rec.get('seq')})")
+        cdepth = _as_int(opened.get("depth"))
+        if depth is not None and cdepth is not None and depth != cdepth:
+            a.problem(f"tid {tid}: {rtype} of {fn} at depth {depth}, its call was at {cdepth}")
+        if rtype == "return":
+            a.returns[base] += 1
+        else:
+            reason = rec.get("reason")
+            if reason not in UNWIND_REASONS:
+                a.problem(f"unwound record with reason {reason!r}: {json.dumps(rec)[:300]}")
+            a.unwound[reason][base] += 1
+        a.pairs.append((opened, rec))
+
+    for t in a.threads:
+        if t.stack:
+            a.problem(f"pid {t.pid} tid {t.tid}: {len(t.stack)} call(s) never closed, innermost "
+                      f"{[record_function(c) for c in t.stack][-5:]}")
+    return a
+
+
+def main_pid(records):
+    """The launched process: the one whose parent is not in the trace."""
+    pids = {r.get("pid") for r in records}
+    for r in records:
+        if r.get("type") == "process" and r.get("ppid") not in pids:
+            return r.get("pid")
+    return records[0].get("pid") if records else None
+
+
+def report_problems(ck, analysis, what, limit=12):
+    if analysis.problems:
+        shown = "\n  ".join(analysis.problems[:limit])
+        more = len(analysis.problems) - limit
+        ck.fail(f"{what}: {len(analysis.problems)} structural problem(s) in dump --json:\n  "
+                f"{shown}" + (f"\n  ... and {more} more" if more > 0 else ""))
+    if analysis.fragments:
+        ck.fail(f"{what}: calls reported for code fragments that are not function entries: "
+                f"{dict(analysis.fragments)}")
+
+
+def find_calls_entry(funcs, name):
+    """Sums the calls --json entries whose demangled name is `name`."""
+    total = 0
+    found = False
+    for f in funcs:
+        if base_name(f.get("name")) == name and not is_fragment(f.get("name")):
+            total += int(f.get("calls", 0))
+            found = True
+    return total if found else 0
+
+
+# --------------------------------------------------------------------------
+# Binary inspection.
+
+
+def symbols(binary, dynamic=False):
+    """Defined text symbols: list of (mangled, demangled)."""
+    base = ["nm", "--defined-only"] + (["-D"] if dynamic else [])
+    plain = run(base + [binary])
+    demangled = run(base + ["-C", binary])
+    if plain.status != 0 or demangled.status != 0:
+        return []
+    out = []
+    for p, d in zip(plain.out.splitlines(), demangled.out.splitlines()):
+        pf = p.split(maxsplit=2)
+        df = d.split(maxsplit=2)
+        if len(pf) == 3 and len(df) == 3 and pf[1] in "TtWi":
+            out.append((pf[2], df[2]))
+    return out
+
+
+def is_stripped(binary):
+    res = run(["readelf", "-S", "-W", binary])
+    return ".symtab" not in res.out
+
+
+_disassembly = {}
+
+
+def disassembly(binary):
+    """{symbol: [instruction lines]} for the whole text of binary (cached)."""
+    if binary not in _disassembly:
+        res = run(["objdump", "-d", "--no-show-raw-insn", binary], timeout=600)
+        funcs = {}
+        current = None
+        header = re.compile(r"^[0-9a-f]+ <(.+)>:$")
+        for line in res.out.splitlines():
+            m = header.match(line)
+            if m:
+                current = funcs.setdefault(m.group(1), [])
+                continue
+            if current is not None:
+                if not line.strip():
+                    current = None
+                    continue
+                current.append(line)
+        _disassembly[binary] = funcs
+    return _disassembly[binary]
+
+
+def disassemble(binary, function):
+    """objdump lines of one function (by mangled name), or []."""
+    return disassembly(binary).get(function, [])
+
+
+def first_instruction(binary, function):
+    """The first instruction of a function as objdump prints it ("" if unknown)."""
+    lines = disassemble(binary, function)
+    if not lines:
+        return ""
+    parts = lines[0].split("\t", 1)
+    return parts[1].strip() if len(parts) > 1 else lines[0].strip()
+
+
+# --------------------------------------------------------------------------
+# Kernel uprobes through bpftrace: an independent count of function entries.
+
+_bpftrace_state = None
+
+
+def bpftrace_usable():
+    """(True, "") if bpftrace can attach probes here, else (False, reason)."""
+    global _bpftrace_state
+    if _bpftrace_state is None:
+        exe = shutil.which("bpftrace")
+        if not exe:
+            _bpftrace_state = (False, "bpftrace not installed")
+        elif os.geteuid() != 0:
+            _bpftrace_state = (False, "not root")
+        else:
+            res = run([exe, "-e", "BEGIN { exit(); }"], timeout=120)
+            if res.status != 0:
+                _bpftrace_state = (False, f"bpftrace does not work here (status {res.status}: "
+                                   f"{res.err.strip()[:200]})")
+            else:
+                _bpftrace_state = (True, "")
+    return _bpftrace_state
+
+
+def bpftrace_counts(binary, symbols_list, args=(), timeout=BPFTRACE_TIMEOUT):
+    """Runs binary under bpftrace with one uprobe per symbol.
+    Returns (counts: {symbol: n} or None, Result)."""
+    probes = ", ".join(f'uprobe:"{binary}":{s}' for s in symbols_list)
+    script = probes + " { @[probe] = count(); }"
+    res = run(["bpftrace", "-e", script, "-c", fmt_cmd([binary] + list(args))], timeout=timeout)
+    counts = {}
+    seen_attach = "Attaching" in res.out or "Attaching" in res.err
+    for line in res.out.splitlines():
+        m = re.match(r"^@\[(.*)\]:\s*(\d+)\s*$", line.strip())
+        if m:
+            sym = m.group(1).rsplit(":", 1)[-1]
+            counts[sym] = counts.get(sym, 0) + int(m.group(2))
+    if not seen_attach or res.timed_out:
+        return None, res
+    return counts, res
