@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
   if (!opts.output_dir.empty()) host.set_option("output", opts.output_dir);
   if (opts.backtrace_depth >= 0) host.set_option("backtrace_depth", std::to_string(opts.backtrace_depth));
   if (opts.quiet) host.set_option("quiet", "1");
+  if (opts.backtrace_all) host.set_option("backtrace_all", "1");
+  if (!opts.monitor.empty()) host.set_option("monitor", opts.monitor);
   for (const auto& p : opts.plugins)
     if (auto s = host.load(p); !s) {
       ft::log::error("{}", s.error().message);

@@ -756,9 +756,16 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       ++stats_.calls;
     }
   }
-  if (auto s = apply_relocation(p, it->second, regs); !s)
-    FT_CHECK(false, "thread %d: cannot complete the instruction displaced at %#lx: %s (%s)", t.tid,
-             static_cast<unsigned long>(addr), s.error().message.c_str(), regs.dump().c_str());
+  if (auto s = apply_relocation(p, it->second, regs); !s) {
+    // The emulated instruction touched memory the program cannot touch either (a
+    // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
+    log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr,
+              s.error().message);
+    regs.set_ip(addr);
+    (void)ptrace::set_regs(t.tid, regs);
+    (void)ptrace::cont(t.tid, SIGSEGV);
+    return;
+  }
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
 }

@@ -48,7 +48,7 @@ enum {
 /* A function symbol offered to plugins when its module is mapped. */
 typedef struct ft_symbol {
   const char *name;      /* as in the symbol table (mangled); PLT stubs are "NAME@plt" */
-  const char *demangled; /* demangled C++ name, or the same pointer as name */
+  const char *demangled; /* demangled C++ name; for other names, equal to name */
   const char *module;    /* path of the module that defines it */
   ft_addr address;       /* run-time address of its entry */
   uint64_t size;
@@ -105,7 +105,8 @@ typedef struct ft_host_api {
   uint32_t size;        /* sizeof(ft_host_api) of the host */
 
   /* Session configuration: "audit" (the -a patterns), "output" (the -o dir, NULL when
-   * streaming to stderr), "backtrace_depth". NULL when not set. */
+   * streaming to stderr), "backtrace_depth" (-b), "backtrace_all" ("1" with -A),
+   * "monitor" (-M sizes), "quiet" ("1" with -q). NULL when not set. */
   const char *(*option)(const char *name);
   void (*warn)(const char *message); /* one line on stderr, prefixed "functracer: " */
 
