@@ -7,6 +7,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,6 +186,9 @@ void Tracer::request_stop(int sig, bool from_user) {
 Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host) {
   start_ns_ = monotonic_ns();
   enabled_ = !opts.start_disabled;
+  // Polling only makes sense when the traced threads have another CPU to run on.
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2) spin_ns_ = kSpinNs;
 }
 
 Tracer::~Tracer() = default;
@@ -285,7 +289,7 @@ void Tracer::loop() {
       std::tie(tid, status) = g_deferred.front();
       g_deferred.pop_front();
     } else {
-      tid = ::waitpid(-1, &status, __WALL);
+      tid = wait_any(&status);
       if (tid < 0) {
         if (errno == EINTR) continue;
         if (errno == ECHILD) break;
@@ -298,6 +302,30 @@ void Tracer::loop() {
   // Processes we could no longer wait for (should not happen): flush what we have.
   for (auto& [pid, p] : processes_)
     if (p->trace) p->trace->flush();
+}
+
+pid_t Tracer::wait_any(int* status) {
+  // When stops come in quick succession (a traced function called in a loop), the
+  // next one is microseconds away. Sleeping in waitpid then costs a wakeup of this
+  // CPU at every stop, which on virtual machines is often the largest part of a stop's
+  // cost; polling for a short while avoids it. Once a wait takes longer than the
+  // polling window, functracer goes back to sleeping until waits are short again.
+  uint64_t start = monotonic_ns();
+  if (spin_ns_ > 0 && last_wait_ns_ < spin_ns_) {
+    uint64_t until = start + spin_ns_;
+    uint64_t now = start;
+    do {
+      pid_t tid = ::waitpid(-1, status, __WALL | WNOHANG);
+      if (tid != 0) {
+        last_wait_ns_ = monotonic_ns() - start;
+        return tid;
+      }
+      now = monotonic_ns();
+    } while (now < until);
+  }
+  pid_t tid = ::waitpid(-1, status, __WALL);
+  last_wait_ns_ = monotonic_ns() - start;
+  return tid;
 }
 
 void Tracer::resume(Thread& t, int sig) {

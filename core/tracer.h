@@ -56,6 +56,7 @@ class Tracer {
  private:
   Result<pid_t> spawn();
   void loop();
+  pid_t wait_any(int* status);
   void handle_status(pid_t tid, int status);
   void handle_new_task(Thread& parent, int event);
   void handle_exec(Thread& t);
@@ -114,6 +115,9 @@ class Tracer {
   int main_exit_ = 0;
   bool enabled_ = true;
   uint64_t start_ns_ = 0;
+  static constexpr uint64_t kSpinNs = 100'000;  // polling window of wait_any
+  uint64_t spin_ns_ = 0;
+  uint64_t last_wait_ns_ = 0;
   TracerStats stats_;
 };
 
