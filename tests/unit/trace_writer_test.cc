@@ -1,0 +1,90 @@
+// TraceWriter (core) against TraceReader (postproc): what the engine writes is what
+// the post-processor reads back, record for record, across the writer's buffer
+// flushes; the file is created 0600.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/trace_writer.h"
+#include "postproc/trace_reader.h"
+
+namespace {
+
+std::string temp_path(const char* name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/ft-writer-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+ft::TraceRecord make(uint64_t i) {
+  ft::TraceRecord r;
+  r.tid = 100 + static_cast<int64_t>(i % 3);
+  r.ts_ns = 1000 + i * 7;
+  if (i == 0) {
+    r.type = "header";
+    r.add("format", int64_t{1}).add("arch", std::string("x86_64")).add("pid", int64_t{100});
+    r.add("exe", std::string("/bin/prog with space")).add("cmdline", std::string("prog 'a b'"));
+    return r;
+  }
+  r.type = i % 2 ? "call" : "return";
+  r.add("function", "fn_" + std::to_string(i % 17) + "\n\"quoted\"\x01");
+  r.add("address", ft::Hex{0x400000 + i});
+  r.add("depth", static_cast<int64_t>(i % 5));
+  if (i % 2)
+    r.add("args", ft::HexList{i, 0, ~uint64_t{0}, 3, 4, 5});
+  else
+    r.add("retval", ft::Hex{static_cast<uint64_t>(-static_cast<int64_t>(i))});
+  return r;
+}
+
+TEST(TraceWriter, RoundTripThroughTheReader) {
+  const std::string path = temp_path("roundtrip.trace");
+  const uint64_t n = 20000;  // several buffer flushes
+  std::vector<ft::TraceRecord> written;
+  {
+    auto w = ft::TraceWriter::create(path);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    for (uint64_t i = 0; i < n; ++i) {
+      ft::TraceRecord r = make(i);
+      (*w)->write(r);
+      written.push_back(r);
+    }
+    ft::TraceRecord end;
+    end.type = "exit";
+    end.tid = 100;
+    end.ts_ns = 1000 + n * 7;
+    end.add("status", int64_t{0});
+    (*w)->write(end);
+    written.push_back(end);
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  ft::post::CollectingDiagnostics diag;
+  auto reader = ft::post::TraceReader::open(path, diag);
+  ASSERT_TRUE(reader.ok()) << reader.error().message;
+  size_t i = 0;
+  while (const ft::TraceRecord* r = reader->next()) {
+    ASSERT_LT(i, written.size());
+    EXPECT_EQ(*r, written[i]) << "record " << i;
+    EXPECT_EQ(r->seq, i + 1);
+    ++i;
+  }
+  EXPECT_EQ(i, written.size());
+  EXPECT_TRUE(reader->complete());
+  EXPECT_TRUE(diag.warnings.empty());
+  EXPECT_EQ(reader->pid(), 100);
+  ::unlink(path.c_str());
+}
+
+TEST(TraceWriter, CannotCreateNamesThePath) {
+  auto w = ft::TraceWriter::create("/nonexistent-dir/x.trace");
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("/nonexistent-dir/x.trace"), std::string::npos);
+}
+
+}  // namespace
