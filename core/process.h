@@ -23,6 +23,7 @@
 #include "core/remote_addr.h"
 #include "core/remote_memory.h"
 #include "core/ssol_area.h"
+#include "core/symbol_policy.h"
 #include "core/trace_writer.h"
 #include "functracer/plugin.h"
 
@@ -52,17 +53,6 @@ struct FunctionInfo {
     return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), nparams,
                        params.empty() ? nullptr : params.data()};
   }
-};
-
-// What the engine itself needs from a breakpoint besides reporting it.
-enum InternalHook : unsigned {
-  kHookNone = 0,
-  kHookLinker = 1u << 0,       // _dl_debug_state: the module list changed
-  kHookUnwindStart = 1u << 1,  // an unwinder starts reading return addresses
-  kHookCatch = 1u << 2,        // __cxa_begin_catch: unwinding finished
-  kHookReturnsTwice = 1u << 3, // setjmp & co: never hijack the return address
-  kHookReturnSite = 1u << 4,   // the return address of a returns-twice call
-  kHookBacktrace = 1u << 5,    // _Unwind_Backtrace: rearm when it returns
 };
 
 struct Breakpoint {

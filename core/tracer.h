@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -109,7 +110,8 @@ class Tracer {
   PluginHost& host_;
   std::map<pid_t, std::unique_ptr<Process>> processes_;
   std::unordered_map<pid_t, Thread*> threads_;
-  std::map<pid_t, int> early_stops_;   // stops of new tasks seen before their creation event
+  std::map<pid_t, int> early_stops_;
+  std::deque<std::pair<pid_t, int>> deferred_;  // statuses collected while waiting for one thread   // stops of new tasks seen before their creation event
   std::map<pid_t, std::pair<Process*, bool>> expected_;  // new tid -> (parent process, is thread)
   pid_t main_pid_ = 0;
   int main_exit_ = 0;

@@ -1,0 +1,60 @@
+#include "core/symbol_policy.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+
+namespace ft {
+
+unsigned hooks_for(const std::string& name) {
+  if (name == "_dl_debug_state") return kHookLinker;
+  if (name == "_Unwind_RaiseException" || name == "_Unwind_Resume" || name == "_Unwind_Resume_or_Rethrow" ||
+      name == "_Unwind_ForcedUnwind")
+    return kHookUnwindStart;
+  if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace;
+  if (name == "__cxa_begin_catch") return kHookCatch;
+  // Functions that return twice keep their return address: setjmp stores it in the
+  // jmp_buf, a vfork child returns through the parent's stack, getcontext saves it.
+  static const char* const kReturnsTwice[] = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
+                                              "savectx", "getcontext", "vfork", "__vfork"};
+  for (const char* n : kReturnsTwice)
+    if (name == n) return kHookReturnsTwice;
+  return kHookNone;
+}
+
+// GCC's hot/cold splitting emits "foo.cold" (and "foo.cold.N") symbols for the cold
+// part of foo: it is jumped into from foo's body, never called, so it has no return
+// address to hook and no entry to report.
+bool is_fragment(const std::string& name) {
+  auto pos = name.find(".cold");
+  return pos != std::string::npos && (pos + 5 == name.size() || name[pos + 5] == '.');
+}
+
+// Code that is entered without a call, so [sp] holds no return address to hook:
+// process entry points (argc is at [sp]), the lazy-binding resolvers (entered by a jmp
+// from PLT0 with the link map and relocation index on the stack), the signal-return
+// and makecontext trampolines (entered by ret).
+bool not_a_called_function(const std::string& name) {
+  static const char* const kExact[] = {"_start", "_dl_start_user", "__restore_rt", "__start_context",
+                                       "_dl_runtime_resolve", "_dl_runtime_profile"};
+  for (const char* n : kExact)
+    if (name == n) return true;
+  return name.starts_with("_dl_runtime_resolve_") || name.starts_with("_dl_runtime_profile_");
+}
+
+std::string demangle(const std::string& name) {
+  if (!name.starts_with("_Z")) return name;
+  int status = 0;
+  std::string base = name, suffix;
+  if (auto at = name.find('@'); at != std::string::npos) {
+    base = name.substr(0, at);
+    suffix = name.substr(at);
+  }
+  char* d = abi::__cxa_demangle(base.c_str(), nullptr, nullptr, &status);
+  if (!d) return name;
+  std::string out = std::string(d) + suffix;
+  std::free(d);
+  return out;
+}
+
+}  // namespace ft

@@ -1,0 +1,31 @@
+// SymbolPolicy: what the engine does with a function symbol because of what the
+// function is, whatever the plugins want: code that is not entered by a call (no
+// return address to hook), fragments that are not functions, and the functions the
+// engine itself must watch (the dynamic linker's hook, the unwinder, functions that
+// return twice).
+#pragma once
+
+#include <string>
+
+namespace ft {
+
+// What the engine itself needs from a breakpoint besides reporting it.
+enum InternalHook : unsigned {
+  kHookNone = 0,
+  kHookLinker = 1u << 0,        // _dl_debug_state: the module list changed
+  kHookUnwindStart = 1u << 1,   // an unwinder starts reading return addresses
+  kHookCatch = 1u << 2,         // __cxa_begin_catch: unwinding finished
+  kHookReturnsTwice = 1u << 3,  // setjmp & co: never hijack the return address
+  kHookReturnSite = 1u << 4,    // the return address of a returns-twice call
+  kHookBacktrace = 1u << 5,     // _Unwind_Backtrace: rearm when it returns
+};
+
+unsigned hooks_for(const std::string& name);
+// GCC's cold part of a split function ("foo.cold", "foo.cold.N").
+bool is_fragment(const std::string& name);
+// Code entered without a call: [sp] holds no return address.
+bool not_a_called_function(const std::string& name);
+// C++ names demangled with abi::__cxa_demangle (a "@..." suffix is kept); others as is.
+std::string demangle(const std::string& name);
+
+}  // namespace ft

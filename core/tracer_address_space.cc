@@ -1,0 +1,320 @@
+// Tracer, part 4: the traced address space — running code in the tracee (injected
+// system calls), out-of-line areas, modules and their symbols, planting breakpoints.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/tracer.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "core/procfs.h"
+#include "core/ptrace.h"
+#include "core/symbol_policy.h"
+
+namespace ft {
+
+Result<uint64_t> Tracer::inject_syscall(Process& p, Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+                                        std::initializer_list<uint64_t> args) {
+  (void)p;
+  Registers r = saved;
+  r.raw.rax = static_cast<unsigned long long>(nr);
+  unsigned long long* slots[] = {&r.raw.rdi, &r.raw.rsi, &r.raw.rdx, &r.raw.r10, &r.raw.r8, &r.raw.r9};
+  size_t i = 0;
+  for (uint64_t a : args) *slots[i++] = a;
+  r.set_ip(stub.value());
+  r.set_no_restart();
+  if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+  auto after = run_to_trap(t, stub.value() + 3);
+  if (!after) return after.error();
+  if (auto s = ptrace::set_regs(t.tid, saved); !s) return s.error();
+  return after->ret();
+}
+
+Result<Registers> Tracer::run_to_trap(Thread& t, uint64_t expect_ip) {
+  if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
+  for (;;) {
+    int status = 0;
+    pid_t w = ::waitpid(t.tid, &status, __WALL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(errno, "waitpid");
+    }
+    ++stats_.stops;
+    WaitStatus ws = WaitStatus::classify(status);
+    if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
+      deferred_.emplace_back(w, status);
+      return Error::msg("the thread ended while running functracer's code");
+    }
+    if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) {
+      auto now = ptrace::get_regs(t.tid);
+      if (!now) return now.error();
+      if (now->ip() == expect_ip) return *now;
+    }
+    // A signal that arrived meanwhile is held and delivered at the next resume.
+    if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal != SIGTRAP) t.held_signal = ws.signal;
+    if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
+  }
+}
+
+Status Tracer::settle_after_exec(Process& p, Thread& t, Registers& regs) {
+  // At the PTRACE_EVENT_EXEC stop the thread is still inside execve: registers set now
+  // would have rax overwritten by execve's return value on the way out. Let it return
+  // to user mode onto a temporary int3 at its entry point, then work from there.
+  RemoteAddr ip(regs.ip());
+  uint8_t saved = 0;
+  static constexpr uint8_t kInt3 = 0xcc;
+  if (auto s = p.mem().read_exact(ip, {&saved, 1}); !s) return s;
+  if (auto s = p.mem().write(ip, {&kInt3, 1}); !s) return s;
+  auto after = run_to_trap(t, ip.value() + 1);
+  (void)p.mem().write(ip, {&saved, 1});
+  if (!after) return after.error();
+  regs = *after;
+  regs.set_ip(ip.value());
+  return ptrace::set_regs(t.tid, regs);
+}
+
+SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr) {
+  for (auto& a : p.areas)
+    if (a->near(addr) && a->has_room()) return a.get();
+  auto maps = read_maps(p.pid());
+  if (!maps) return nullptr;
+  const Module* m = p.module_at(addr);
+  uint64_t lo = m ? m->map.base : addr.value(), hi = m ? m->map.end : addr.value() + 1;
+  uint64_t hint = find_free_range(*maps, lo, hi, SsolArea::kSize);
+  if (hint == 0) {
+    log::warn("no room for an out-of-line area near {:#x} in process {}", addr.value(), p.pid());
+    return nullptr;
+  }
+  // The first area is mapped with a temporary `syscall; int3` written at the thread's
+  // ip. That only happens while no other thread can run there (right after exec, or
+  // with every thread stopped).
+  RemoteAddr stub;
+  uint8_t saved_code[3] = {};
+  bool temp = p.areas.empty();
+  static constexpr uint8_t kStub[3] = {0x0f, 0x05, 0xcc};  // syscall; int3
+  if (temp) {
+    stub = RemoteAddr(regs.ip());
+    if (!p.mem().read_exact(stub, saved_code) || !p.mem().write(stub, kStub)) return nullptr;
+  } else {
+    stub = p.areas.front()->syscall_stub();
+  }
+  auto rc = inject_syscall(p, t, regs, stub, SYS_mmap,
+                           {hint, SsolArea::kSize, PROT_READ | PROT_EXEC,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, static_cast<uint64_t>(-1), 0});
+  if (temp) (void)p.mem().write(stub, saved_code);
+  if (!rc) {
+    log::warn("cannot map an out-of-line area in process {}: {}", p.pid(), rc.error().message);
+    return nullptr;
+  }
+  if (*rc > static_cast<uint64_t>(-4096)) {
+    log::warn("cannot map an out-of-line area in process {}: {}", p.pid(),
+              std::strerror(static_cast<int>(-static_cast<int64_t>(*rc))));
+    return nullptr;
+  }
+  auto area = std::make_unique<SsolArea>(RemoteAddr(*rc));
+  static constexpr uint8_t kHeader[SsolArea::kSyscallOffset + 3] = {
+      0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+      0x0f, 0x05, 0xcc};
+  if (auto s = p.mem().write(area->base(), kHeader); !s) {
+    log::warn("{}", s.error().message);
+    return nullptr;
+  }
+  FT_DEBUG("process {}: out-of-line area at {:#x}", p.pid(), area->base().value());
+  if (p.trampoline.null()) p.trampoline = area->trampoline();
+  p.areas.push_back(std::move(area));
+  return p.areas.back().get();
+}
+
+Status Tracer::setup_address_space(Process& p, Thread& t, Registers& regs) {
+  if (auto s = p.mem().reopen(); !s) return s;
+  if (auto s = settle_after_exec(p, t, regs); !s) return s;
+  auto maps = read_maps(p.pid());
+  if (!maps) return maps.error();
+  auto mods = modules_from_maps(*maps);
+  const MappedModule* main = nullptr;
+  for (const auto& m : mods)
+    if (m.path == p.exe) main = &m;
+  if (!main) return Error::msg("cannot find " + p.exe + " in the process's memory map");
+  // The first area goes next to the executable; it holds the trampoline.
+  auto main_copy = *main;
+  load_module(p, t, regs, main_copy, true);
+  for (const auto& m : mods)
+    if (m.path != p.exe) load_module(p, t, regs, m, false);
+  write_modules(p);
+  return {};
+}
+
+void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
+  auto maps = read_maps(p.pid());
+  if (!maps) return;
+  auto now = modules_from_maps(*maps);
+  // Gone: forget their breakpoints without touching their memory.
+  for (auto it = p.modules.begin(); it != p.modules.end();) {
+    const Module& m = **it;
+    bool present = std::any_of(now.begin(), now.end(), [&](const MappedModule& n) {
+      return n.path == m.map.path && n.base == m.map.base && n.inode == m.map.inode;
+    });
+    if (present) {
+      ++it;
+      continue;
+    }
+    FT_DEBUG("process {}: module {} unloaded", p.pid(), m.map.path);
+    for (auto b = p.breakpoints.begin(); b != p.breakpoints.end();)
+      b = b->second.module == &m ? p.breakpoints.erase(b) : std::next(b);
+    it = p.modules.erase(it);
+  }
+  size_t before = p.modules.size();
+  for (const auto& n : now) {
+    bool known = std::any_of(p.modules.begin(), p.modules.end(), [&](const auto& m) {
+      return n.path == m->map.path && n.base == m->map.base && n.inode == m->map.inode;
+    });
+    if (!known) load_module(p, t, regs, n, n.path == p.exe);
+  }
+  if (p.trace)
+    for (size_t i = before; i < p.modules.size(); ++i) write_module(p, *p.modules[i]);
+}
+
+void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main) {
+  auto elf = ElfImage::open(mm.path);
+  auto m = std::make_unique<Module>();
+  m->map = mm;
+  m->is_main = is_main;
+  if (!elf) {
+    FT_DEBUG("{}", elf.error().message);
+    p.modules.push_back(std::move(m));
+    return;
+  }
+  std::shared_ptr<const ElfImage> img(std::move(*elf));
+  m->elf = img;
+  m->bias = img->is_dyn() ? mm.base - img->min_vaddr() : 0;
+  Module& mod = *m;
+  p.modules.push_back(std::move(m));
+  FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
+           img->functions().size());
+  for (const ElfSymbol& sym : img->functions()) {
+    if (sym.ifunc) continue;  // the resolver, not the implementation that runs
+    if (is_fragment(sym.name)) continue;
+    if (not_a_called_function(sym.name) || sym.value == img->entry()) {
+      FT_DEBUG("not tracing {}: not entered by a call", sym.name);
+      continue;
+    }
+    uint64_t addr = sym.value + mod.bias;
+    unsigned hooks = hooks_for(sym.name);
+    if (hooks == kHookLinker && mod.is_main && !img->is_static()) hooks = kHookNone;
+    std::string dem = demangle(sym.name);
+    ft_symbol s{sym.name.c_str(), dem.c_str(), mm.path.c_str(), addr, sym.size, sym.plt ? 1 : 0, is_main ? 1 : 0};
+    auto in = host_.offer(s);
+    if (hooks == kHookLinker)
+      if (const ElfSymbol* rd = img->find("_r_debug")) p.r_debug = RemoteAddr(rd->value + mod.bias);
+    if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, in, hooks);
+  }
+}
+
+void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
+                   const PluginHost::Interest& in, unsigned hooks) {
+  auto add_function = [&](Breakpoint& bp) {
+    FunctionInfo fi;
+    fi.name = sym.name;
+    fi.demangled = demangle(sym.name);
+    fi.module = m.map.path;
+    fi.address = RemoteAddr(addr);
+    fi.entry_mask = in.entry_mask;
+    fi.return_mask = in.return_mask;
+    if (in.params && m.elf) {
+      if (!m.dwarf_tried) {
+        m.dwarf_tried = true;
+        m.dwarf = DwarfParams::open(m.map.path, m.elf->build_id(), m.elf->debuglink());
+      }
+      if (m.dwarf)
+        if (auto ps = m.dwarf->params(sym.value)) {
+          for (const auto& pi : *ps) {
+            switch (pi.kind) {
+              case ParamInfo::Kind::Integer: fi.params.push_back(FT_PARAM_INTEGER); break;
+              case ParamInfo::Kind::Pointer: fi.params.push_back(FT_PARAM_POINTER); break;
+              case ParamInfo::Kind::String: fi.params.push_back(FT_PARAM_STRING); break;
+              case ParamInfo::Kind::Float: fi.params.push_back(FT_PARAM_FLOAT); break;
+              case ParamInfo::Kind::Other: fi.params.push_back(FT_PARAM_OTHER); break;
+            }
+          }
+          fi.nparams = static_cast<int>(fi.params.size());
+        }
+    }
+    bp.traced = true;
+    bp.fn = static_cast<uint32_t>(p.functions.size());
+    p.functions.push_back(std::move(fi));
+  };
+
+  if (auto it = p.breakpoints.find(addr); it != p.breakpoints.end()) {
+    Breakpoint& bp = it->second;
+    bp.hooks |= hooks;
+    if (in.any()) {
+      if (!bp.traced) {
+        add_function(bp);
+      } else {
+        p.functions[bp.fn].entry_mask |= in.entry_mask;
+        p.functions[bp.fn].return_mask |= in.return_mask;
+      }
+    }
+    return;
+  }
+  Breakpoint* bp = plant_raw(p, t, regs, addr, demangle(sym.name));
+  if (!bp) return;
+  bp->hooks = hooks;
+  bp->module = &m;
+  if (in.any()) add_function(*bp);
+}
+
+Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what) {
+  if (auto it = p.breakpoints.find(addr); it != p.breakpoints.end()) return &it->second;
+  SsolArea* area = area_near(p, t, regs, RemoteAddr(addr));
+  if (!area) {
+    ++stats_.refused;
+    log::warn("cannot trace {}: no out-of-line area", what);
+    return nullptr;
+  }
+  RemoteAddr slot = area->allocate_slot();
+  uint8_t code[arch::kMaxInsnBytes] = {};
+  auto got = p.mem().read(RemoteAddr(addr), code);
+  if (!got) {
+    ++stats_.refused;
+    log::warn("cannot trace {}: {}", what, got.error().message);
+    return nullptr;
+  }
+  auto rel = arch::relocate_x86_64({code, *got}, addr, slot.value());
+  if (rel.kind == arch::Relocation::Kind::Refuse) {
+    ++stats_.refused;
+    log::warn("cannot trace {} at {:#x}: {} ({})", what, addr, rel.reason, rel.text.empty() ? "undecodable" : rel.text);
+    return nullptr;
+  }
+  FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr, rel.text,
+           rel.kind == arch::Relocation::Kind::Emulate ? "emulated" : "out of line");
+  // The slot is complete before the breakpoint exists, so no thread can reach an
+  // empty slot.
+  if (rel.kind == arch::Relocation::Kind::OutOfLine)
+    if (auto s = p.mem().write(slot, rel.slot_code); !s) {
+      ++stats_.refused;
+      log::warn("cannot trace {}: {}", what, s.error().message);
+      return nullptr;
+    }
+  auto bpbytes = arch::breakpoint_bytes(arch::Arch::X86_64);
+  if (auto s = p.mem().write(RemoteAddr(addr), bpbytes); !s) {
+    ++stats_.refused;
+    log::warn("cannot trace {}: {}", what, s.error().message);
+    return nullptr;
+  }
+  Breakpoint bp;
+  bp.addr = RemoteAddr(addr);
+  bp.orig_byte = code[0];
+  bp.reloc = std::move(rel);
+  bp.slot = slot;
+  bp.module = p.module_at(bp.addr);
+  ++stats_.breakpoints;
+  return &p.breakpoints.emplace(addr, std::move(bp)).first->second;
+}
+
+}  // namespace ft

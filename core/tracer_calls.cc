@@ -1,0 +1,205 @@
+// Tracer, part 3: entry breakpoints and the return trampoline — what happens at the
+// stop of a traced call or return, and the shadow stack's exception handling.
+#include <signal.h>
+
+#include "core/tracer.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "core/procfs.h"
+#include "core/ptrace.h"
+#include "core/symbol_policy.h"
+
+namespace ft {
+namespace {
+
+constexpr int kRtConsistent = 0;
+constexpr uint64_t kRDebugStateOffset = 24;  // struct r_debug { int; link_map*; ElfW(Addr) r_brk; r_state; ... }
+
+}  // namespace
+
+Status Tracer::apply_relocation(Process& p, const Breakpoint& bp, Registers& regs) {
+  const arch::Relocation& rel = bp.reloc;
+  if (rel.kind == arch::Relocation::Kind::OutOfLine) {
+    regs.set_ip(bp.slot.value());
+    return {};
+  }
+  const arch::Emulation& e = rel.emulation;
+  uint64_t target = e.target;
+  switch (e.kind) {
+    case arch::Emulation::Kind::SetIp:
+      regs.set_ip(target);
+      return {};
+    case arch::Emulation::Kind::JumpMem: {
+      auto v = p.mem().read_u64(RemoteAddr(e.mem));
+      if (!v) return v.error();
+      regs.set_ip(*v);
+      return {};
+    }
+    case arch::Emulation::Kind::CallMem: {
+      auto v = p.mem().read_u64(RemoteAddr(e.mem));
+      if (!v) return v.error();
+      target = *v;
+      [[fallthrough]];
+    }
+    case arch::Emulation::Kind::Call: {
+      uint64_t sp = regs.sp() - 8;
+      if (auto s = p.mem().write_u64(RemoteAddr(sp), e.return_addr); !s) return s;
+      regs.set_sp(sp);
+      regs.set_ip(target);
+      return {};
+    }
+  }
+  return {};
+}
+
+void Tracer::disarm(Thread& t) {
+  Process& p = *t.process;
+  for (auto [slot, real] : t.stack.disarm()) (void)p.mem().write_u64(RemoteAddr(slot), real);
+}
+
+void Tracer::rearm(Thread& t, uint64_t sp) {
+  Process& p = *t.process;
+  auto r = t.stack.rearm(sp);
+  report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
+  for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.trampoline.value());
+}
+
+void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
+  Process& p = *t.process;
+  uint64_t addr = bp_ref.addr.value();
+  unsigned hooks = bp_ref.hooks;
+  if (hooks & kHookReturnSite) {
+    auto r = t.stack.pop_site(regs.sp(), addr);
+    if (r.found) report_returns(t, regs, r, monotonic_ns());
+    if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
+      t.rearm_ip = t.rearm_sp = 0;
+      rearm(t, regs.sp());
+    }
+  }
+  if (hooks & kHookLinker) {
+    bool consistent = true;
+    if (!p.r_debug.null()) {
+      uint32_t state = 0;
+      if (p.mem().read_exact(p.r_debug + kRDebugStateOffset, {reinterpret_cast<uint8_t*>(&state), 4}))
+        consistent = static_cast<int>(state) == kRtConsistent;
+    }
+    if (consistent) rescan_modules(p, t, regs);
+  }
+  if (hooks & kHookUnwindStart) disarm(t);
+  if (hooks & kHookCatch) rearm(t, regs.sp());
+  if (hooks & kHookBacktrace) {
+    // backtrace() returns normally: put the trampolines back when it does.
+    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && *ret != p.trampoline.value()) {
+      if (Breakpoint* site = plant_raw(p, t, regs, *ret, "_Unwind_Backtrace return site")) {
+        site->hooks |= kHookReturnSite;
+        t.rearm_ip = *ret;
+        t.rearm_sp = regs.sp() + 8;
+      }
+    }
+  }
+  bool traced_here = false;
+  if (auto b = p.breakpoints.find(addr); b != p.breakpoints.end() && b->second.traced && enabled_ && !p.silent)
+    traced_here = p.functions[b->second.fn].return_mask != 0;
+  if ((hooks & kHookReturnsTwice) && !traced_here) {
+    // Not traced itself, but reached by a jump from hijacked frames (a traced
+    // _setjmp@plt): it would save the trampoline as its return address. Hand those
+    // frames over to a return-site breakpoint and put the real address back.
+    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())))
+      if (uint64_t real = t.stack.to_site(regs.sp(), p.trampoline.value(), *ret)) {
+        (void)p.mem().poke(t.tid, RemoteAddr(regs.sp()), real);
+        if (Breakpoint* site = plant_raw(p, t, regs, real, "return site"))
+          site->hooks |= kHookReturnSite;
+      }
+  }
+
+  auto it = p.breakpoints.find(addr);  // rescanning may have changed the table
+  if (it == p.breakpoints.end()) {
+    // The module went away under us; the instruction is back in place.
+    regs.set_ip(addr);
+    (void)ptrace::set_regs(t.tid, regs);
+    resume(t);
+    return;
+  }
+  if (it->second.traced && enabled_ && !p.silent) {
+    const FunctionInfo& fn = p.functions[it->second.fn];
+    uint32_t fn_id = it->second.fn;
+    uint64_t now = monotonic_ns();
+    unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
+    if (fn.return_mask) {
+      RemoteAddr slot(regs.sp());
+      auto ret = p.mem().peek(t.tid, slot);
+      if (ret && (hooks & kHookReturnsTwice)) {
+        // Catch the return with a breakpoint at the return address.
+        auto e = t.stack.push_site(slot.value(), *ret, p.trampoline.value(), fn_id, now);
+        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
+        depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
+        if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
+        Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
+        if (site) {
+          site->hooks |= kHookReturnSite;
+        } else {
+          t.stack.pop_last();
+        }
+      } else if (ret) {
+        auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), fn_id, now);
+        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
+        depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
+        if (e.write_trampoline) {
+          if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
+            t.stack.pop_last();
+            log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
+          }
+        }
+      }
+    }
+    it = p.breakpoints.find(addr);  // planting a return site may have rehashed the table
+    ft_ctx c = ctx(p, &t, &regs, depth);
+    c.now_ns = now;
+    const FunctionInfo& f = p.functions[fn_id];
+    if (f.entry_mask) {
+      host_.call(c, f);
+      ++stats_.calls;
+    }
+  }
+  if (auto s = apply_relocation(p, it->second, regs); !s) {
+    // The emulated instruction touched memory the program cannot touch either (a
+    // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
+    log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr,
+              s.error().message);
+    regs.set_ip(addr);
+    (void)ptrace::set_regs(t.tid, regs);
+    (void)ptrace::cont(t.tid, SIGSEGV);
+    return;
+  }
+  if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
+  resume(t);
+}
+
+void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now) {
+  Process& p = *t.process;
+  if (p.silent) return;
+  size_t n = r.returned.size();
+  size_t base = t.stack.depth() - t.stack.inherited();
+  for (size_t i = 0; i < n; ++i) {
+    if (r.returned[i].inherited) continue;
+    const FunctionInfo& fn = p.functions[r.returned[i].fn];
+    ft_ctx c = ctx(p, &t, &regs, static_cast<unsigned>(base + (n - 1 - i)));
+    c.now_ns = now;
+    host_.ret(c, fn);
+    ++stats_.returns;
+  }
+}
+
+void Tracer::on_return(Thread& t, Registers& regs) {
+  uint64_t now = monotonic_ns();
+  auto r = t.stack.pop(regs.sp());
+  if (!r.abandoned.empty()) report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
+  FT_CHECK(r.found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
+           regs.dump().c_str());
+  report_returns(t, regs, r, now);
+  regs.set_ip(r.real_ret);
+  if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
+  resume(t);
+}
+
+}  // namespace ft

@@ -1,0 +1,117 @@
+// Tracer, part 1: launching a program under ptrace, and what functracer's own signals
+// mean for it.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/tracer.h"
+#include "core/check.h"
+#include "core/log.h"
+#include "core/procfs.h"
+#include "core/ptrace.h"
+#include "core/symbol_policy.h"
+
+namespace ft {
+namespace {
+
+std::atomic<pid_t> g_forward_pid{0};
+
+struct SavedDisposition {
+  int sig;
+  struct sigaction action;
+};
+std::vector<SavedDisposition> g_saved_dispositions;
+
+}  // namespace
+
+void Tracer::save_disposition(int sig) {
+  SavedDisposition d{sig, {}};
+  if (sigaction(sig, nullptr, &d.action) == 0) g_saved_dispositions.push_back(d);
+}
+
+void Tracer::request_stop(int sig, bool from_user) {
+  // Launch mode: a signal sent to functracer by a process is passed on to the program,
+  // which would have received it without functracer. A terminal's SIGINT already
+  // reached the whole foreground process group, program included.
+  pid_t p = g_forward_pid.load();
+  if (from_user && p > 0) ::kill(p, sig);
+}
+
+Result<pid_t> Tracer::spawn() {
+  const std::string& prog = opts_.command[0];
+  std::string path = find_in_path(prog);
+  if (path.empty() || ::access(path.c_str(), F_OK) != 0)
+    return Error::msg("cannot run '" + prog + "': No such file or directory");
+  if (::access(path.c_str(), X_OK) != 0) return Error::from_errno(errno, "cannot run '" + prog + "'");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Error::msg("cannot run '" + prog + "': Is a directory");
+
+  int go[2], err[2];
+  if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return Error::from_errno(errno, "pipe");
+  std::vector<char*> argv;
+  for (const auto& a : opts_.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::from_errno(errno, "fork");
+  if (pid == 0) {
+    ::close(go[1]);
+    ::close(err[0]);
+    for (const auto& d : g_saved_dispositions) sigaction(d.sig, &d.action, nullptr);
+    char c;
+    // Wait until the parent has seized us, so the exec is seen.
+    if (::read(go[0], &c, 1) != 1) ::_exit(127);
+    ::execv(path.c_str(), argv.data());
+    int e = errno;
+    if (::write(err[1], &e, sizeof e) < 0) ::_exit(127);
+    ::_exit(127);
+  }
+  ::close(go[0]);
+  ::close(err[1]);
+  unsigned long options = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
+                          PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
+  if (auto s = ptrace::seize(pid, options); !s) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return Error::msg("cannot trace '" + prog + "': " + s.error().message);
+  }
+  if (::write(go[1], "x", 1) != 1) return Error::from_errno(errno, "cannot start '" + prog + "'");
+  ::close(go[1]);
+  int e = 0;
+  ssize_t n;
+  do n = ::read(err[0], &e, sizeof e);
+  while (n < 0 && errno == EINTR);
+  ::close(err[0]);
+  if (n == static_cast<ssize_t>(sizeof e)) {
+    int status;
+    ::waitpid(pid, &status, __WALL);
+    return Error::from_errno(e, "cannot run '" + prog + "'");
+  }
+  return pid;
+}
+
+Result<int> Tracer::run_launch() {
+  auto pid = spawn();
+  if (!pid) return pid.error();
+  main_pid_ = *pid;
+  g_forward_pid = *pid;
+  auto proc = std::make_unique<Process>(*pid);
+  Thread* t = proc->add_thread(*pid);
+  threads_[*pid] = t;
+  processes_[*pid] = std::move(proc);
+  loop();
+  g_forward_pid = 0;
+  host_.finish();
+  return main_exit_;
+}
+
+}  // namespace ft
