@@ -192,6 +192,8 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   std::shared_ptr<const ElfImage> img(std::move(*elf));
   m->elf = img;
   m->bias = img->is_dyn() ? mm.base - img->min_vaddr() : 0;
+  // Plugins explain unmatched patterns better when they know the program is stripped.
+  if (is_main && !img->has_symtab()) host_.set_option("main_stripped", mm.path);
   Module& mod = *m;
   p.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,

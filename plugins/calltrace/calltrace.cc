@@ -253,6 +253,8 @@ void on_finish(void*) {
   for (const auto& p : state.patterns)
     if (!p.matched) {
       std::string msg = "pattern '" + p.glob + (p.lib.empty() ? "" : "@" + p.lib) + "' matched no function";
+      if (const char* stripped = host->option("main_stripped"))
+        msg += std::string(" (") + stripped + " has no symbol table: only its exported functions can be traced)";
       host->warn(msg.c_str());
     }
 }
