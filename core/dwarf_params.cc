@@ -98,10 +98,9 @@ bool is_char(Dwarf_Die* type) {
   return enc == DW_ATE_UTF && dwarf_bytesize(type) == 1;  // char8_t
 }
 
-ParamInfo::Kind classify(Dwarf_Die* param) {
+ParamInfo::Kind classify_type(Dwarf_Die* type_die, bool* is_signed) {
   using Kind = ParamInfo::Kind;
-  Dwarf_Die type;
-  if (!type_of(param, &type)) return Kind::Other;
+  Dwarf_Die type = *type_die;
   switch (dwarf_tag(&type)) {
     case DW_TAG_pointer_type: {
       Dwarf_Die pointee;
@@ -113,6 +112,7 @@ ParamInfo::Kind classify(Dwarf_Die* param) {
     case DW_TAG_unspecified_type:  // std::nullptr_t
       return Kind::Pointer;
     case DW_TAG_enumeration_type:
+      *is_signed = true;
       return Kind::Integer;
     case DW_TAG_base_type: {
       Dwarf_Attribute attr;
@@ -125,8 +125,10 @@ ParamInfo::Kind classify(Dwarf_Die* param) {
         case DW_ATE_float:
           return fits_register ? Kind::Float : Kind::Other;  // long double, _Float128: memory
         case DW_ATE_signed:
-        case DW_ATE_unsigned:
         case DW_ATE_signed_char:
+          *is_signed = true;
+          return fits_register ? Kind::Integer : Kind::Other;
+        case DW_ATE_unsigned:
         case DW_ATE_unsigned_char:
         case DW_ATE_boolean:
         case DW_ATE_UTF:
@@ -138,6 +140,17 @@ ParamInfo::Kind classify(Dwarf_Die* param) {
     default:
       return Kind::Other;  // structs, unions, classes, pointers to members, ...
   }
+}
+
+// Fills kind, size and signedness from the DW_AT_type of `die` (a parameter or a
+// subprogram); false when it has none (void).
+bool describe_type(Dwarf_Die* die, ParamInfo* out) {
+  Dwarf_Die type;
+  if (!type_of(die, &type)) return false;
+  out->kind = classify_type(&type, &out->is_signed);
+  out->size = dwarf_bytesize(&type);
+  if (out->size < 0 && (out->kind == ParamInfo::Kind::Pointer || out->kind == ParamInfo::Kind::String)) out->size = 8;
+  return true;
 }
 
 std::string name_of(Dwarf_Die* die) {
@@ -304,6 +317,12 @@ std::unique_ptr<DwarfParams> DwarfParams::open(const std::string& path,
 }
 
 std::optional<std::vector<ParamInfo>> DwarfParams::params(uint64_t link_addr) {
+  auto sig = signature(link_addr);
+  if (!sig) return std::nullopt;
+  return std::move(sig->params);
+}
+
+std::optional<Signature> DwarfParams::signature(uint64_t link_addr) {
   if (!impl_->indexed) impl_->build_index();
   const auto& index = impl_->index;
   auto it = std::lower_bound(index.begin(), index.end(), link_addr,
@@ -311,18 +330,19 @@ std::optional<std::vector<ParamInfo>> DwarfParams::params(uint64_t link_addr) {
   if (it == index.end() || it->addr != link_addr) return std::nullopt;
 
   Dwarf_Die die = it->die;
-  std::vector<ParamInfo> out;
+  Signature sig;
+  sig.returns_void = !describe_type(&die, &sig.ret);
   Dwarf_Die child;
   if (dwarf_child(&die, &child) == 0) {
     do {
       if (dwarf_tag(&child) != DW_TAG_formal_parameter) continue;
       ParamInfo p;
       p.name = name_of(&child);
-      p.kind = classify(&child);
-      out.push_back(std::move(p));
+      if (!describe_type(&child, &p)) p.kind = ParamInfo::Kind::Other;
+      sig.params.push_back(std::move(p));
     } while (dwarf_siblingof(&child, &child) == 0);
   }
-  return out;
+  return sig;
 }
 
 }  // namespace ft

@@ -16,6 +16,14 @@ struct ParamInfo {
   enum class Kind { Integer, Pointer, String, Float, Other };
   std::string name;
   Kind kind = Kind::Integer;  // String: pointer to (const/volatile) char, signed or unsigned
+  int size = -1;              // bytes, -1 when DWARF does not say
+  bool is_signed = false;     // Integer: a signed type (or an enum)
+};
+
+struct Signature {
+  std::vector<ParamInfo> params;
+  bool returns_void = true;
+  ParamInfo ret;  // when !returns_void
 };
 
 class DwarfParams {
@@ -27,6 +35,8 @@ class DwarfParams {
   // Parameters of the function whose entry (DW_AT_low_pc / entry_pc) is link_addr;
   // nullopt if DWARF does not describe it.
   std::optional<std::vector<ParamInfo>> params(uint64_t link_addr);
+  // The parameters and the return type.
+  std::optional<Signature> signature(uint64_t link_addr);
 
  private:
   struct Impl;

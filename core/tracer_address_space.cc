@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/tracer.h"
+#include "arch/calling_convention.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
@@ -233,17 +234,15 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
         m.dwarf = DwarfParams::open(m.map.path, m.elf->build_id(), m.elf->debuglink());
       }
       if (m.dwarf)
-        if (auto ps = m.dwarf->params(sym.value)) {
-          for (const auto& pi : *ps) {
-            switch (pi.kind) {
-              case ParamInfo::Kind::Integer: fi.params.push_back(FT_PARAM_INTEGER); break;
-              case ParamInfo::Kind::Pointer: fi.params.push_back(FT_PARAM_POINTER); break;
-              case ParamInfo::Kind::String: fi.params.push_back(FT_PARAM_STRING); break;
-              case ParamInfo::Kind::Float: fi.params.push_back(FT_PARAM_FLOAT); break;
-              case ParamInfo::Kind::Other: fi.params.push_back(FT_PARAM_OTHER); break;
-            }
+        if (auto sig = m.dwarf->signature(sym.value)) {
+          arch::RegisterSignature rs = arch::register_signature_x86_64(*sig);
+          for (const auto& a : rs.args) {
+            fi.params.push_back(a.kind);
+            fi.param_sizes.push_back(a.size);
           }
           fi.nparams = static_cast<int>(fi.params.size());
+          fi.ret_kind = rs.ret_kind;
+          fi.ret_size = rs.ret_size;
         }
     }
     bp.traced = true;

@@ -56,7 +56,18 @@ typedef struct ft_symbol {
   int is_main_program;   /* defined in the main executable */
 } ft_symbol;
 
-enum ft_param_kind { FT_PARAM_INTEGER, FT_PARAM_POINTER, FT_PARAM_STRING, FT_PARAM_FLOAT, FT_PARAM_OTHER };
+/* Kinds of values in integer registers, from DWARF. FT_PARAM_INTEGER is unsigned,
+ * FT_PARAM_SIGNED signed (sign-extend from the size); FT_PARAM_VOID only as a
+ * return kind. */
+enum ft_param_kind {
+  FT_PARAM_INTEGER,
+  FT_PARAM_POINTER,
+  FT_PARAM_STRING,
+  FT_PARAM_FLOAT,
+  FT_PARAM_OTHER,
+  FT_PARAM_SIGNED,
+  FT_PARAM_VOID,
+};
 
 /* A traced function, as seen in call/return events. */
 typedef struct ft_function {
@@ -64,8 +75,15 @@ typedef struct ft_function {
   const char *demangled;
   const char *module;
   ft_addr address;
+  /* The values in the integer argument registers, in order (DWARF parameters passed
+   * in floating-point registers take none; a struct returned in memory adds its
+   * hidden pointer first; the list stops at a parameter whose registers cannot be
+   * known, such as a small struct passed by value). */
   int nparams;                       /* -1: unknown (no DWARF, or FT_TRACE_PARAMS not asked) */
-  const enum ft_param_kind *params;  /* nparams entries, in integer-register order */
+  const enum ft_param_kind *params;  /* nparams entries */
+  const uint8_t *param_sizes;        /* nparams entries: bytes (8 when unknown) */
+  int ret_kind;                      /* enum ft_param_kind, or -1 when unknown */
+  unsigned ret_size;                 /* bytes (8 when unknown) */
 } ft_function;
 
 /* Lifecycle events (ft_plugin.event). */

@@ -158,6 +158,24 @@ std::string hex(uint64_t v) {
 
 std::string indent(unsigned depth) { return std::string(2 * depth, ' '); }
 
+// A register value as what DWARF says it holds: integers in decimal (sign-extended or
+// truncated to their size), everything else in hex.
+std::string format_value(int kind, unsigned size, uint64_t v) {
+  if (size < 8) v &= (uint64_t{1} << (8 * size)) - 1;
+  if (kind == FT_PARAM_SIGNED) {
+    if (size < 8 && (v >> (8 * size - 1)) & 1) v |= ~uint64_t{0} << (8 * size);
+    return std::to_string(static_cast<int64_t>(v));
+  }
+  if (kind == FT_PARAM_INTEGER) return std::to_string(v);
+  return hex(v);
+}
+
+std::string format_return(const ft_function* fn, uint64_t rv) {
+  if (fn->ret_kind == FT_PARAM_VOID) return "";
+  if (fn->ret_kind == FT_PARAM_FLOAT) return " = <float>";
+  return " = " + format_value(fn->ret_kind, fn->ret_size, rv);
+}
+
 void flush_pending(ft_ctx* ctx, int tid) {
   auto it = state.pending.find(tid);
   if (it == state.pending.end() || it->second.open) return;
@@ -199,7 +217,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   for (int i = 0; i < shown; ++i) {
     if (i) text += ", ";
     if (is_str[i]) text += quote(strs[i]);
-    else if (fn->nparams >= 0 && fn->params[i] == FT_PARAM_INTEGER) text += std::to_string(static_cast<int64_t>(args[i]));
+    else if (fn->nparams >= 0) text += format_value(fn->params[i], fn->param_sizes ? fn->param_sizes[i] : 8, args[i]);
     else text += hex(args[i]);
   }
   text += ")";
@@ -220,9 +238,10 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   auto it = state.pending.find(tid);
   std::string line;
   if (it != state.pending.end() && !it->second.open && it->second.depth == host->depth(ctx)) {
-    line = indent(it->second.depth) + it->second.text + " = " + hex(rv);
+    line = indent(it->second.depth) + it->second.text + format_return(fn, rv);
   } else {
-    line = indent(host->depth(ctx)) + "} = " + hex(rv) + "  /* " + (fn->demangled ? fn->demangled : fn->name) + " */";
+    line = indent(host->depth(ctx)) + "}" + format_return(fn, rv) + "  /* " +
+           (fn->demangled ? fn->demangled : fn->name) + " */";
   }
   if (it != state.pending.end()) state.pending.erase(it);
   host->print(ctx, line.c_str());

@@ -1,0 +1,70 @@
+// Integer-register assignment of DWARF signatures (x86-64 System V, psABI §3.2.3).
+#include <gtest/gtest.h>
+
+#include "arch/calling_convention.h"
+
+namespace {
+
+using ft::ParamInfo;
+using ft::Signature;
+using Kind = ParamInfo::Kind;
+
+ParamInfo param(Kind k, int size, bool is_signed = false) {
+  ParamInfo p;
+  p.kind = k;
+  p.size = size;
+  p.is_signed = is_signed;
+  return p;
+}
+
+TEST(CallingConvention, FloatsTakeNoIntegerRegister) {
+  // f(int a, double b, const char *c, float d, unsigned short e) -> rdi=a, rsi=c, rdx=e
+  Signature s;
+  s.params = {param(Kind::Integer, 4, true), param(Kind::Float, 8), param(Kind::String, 8),
+              param(Kind::Float, 4), param(Kind::Integer, 2)};
+  s.returns_void = false;
+  s.ret = param(Kind::Integer, 8, true);
+  auto r = ft::arch::register_signature_x86_64(s);
+  ASSERT_EQ(r.args.size(), 3u);
+  EXPECT_EQ(r.args[0].kind, FT_PARAM_SIGNED);
+  EXPECT_EQ(r.args[0].size, 4);
+  EXPECT_EQ(r.args[1].kind, FT_PARAM_STRING);
+  EXPECT_EQ(r.args[2].kind, FT_PARAM_INTEGER);
+  EXPECT_EQ(r.args[2].size, 2);
+  EXPECT_EQ(r.ret_kind, FT_PARAM_SIGNED);
+  EXPECT_EQ(r.ret_size, 8u);
+}
+
+TEST(CallingConvention, LargeStructReturnPassesAHiddenPointerFirst) {
+  // struct big { long a, b, c; } f(int x) -> rdi = &result, rsi = x; rax = &result
+  Signature s;
+  s.returns_void = false;
+  s.ret = param(Kind::Other, 24);
+  s.params = {param(Kind::Integer, 4, true)};
+  auto r = ft::arch::register_signature_x86_64(s);
+  ASSERT_EQ(r.args.size(), 2u);
+  EXPECT_EQ(r.args[0].kind, FT_PARAM_POINTER);
+  EXPECT_EQ(r.args[1].kind, FT_PARAM_SIGNED);
+  EXPECT_EQ(r.ret_kind, FT_PARAM_POINTER);
+}
+
+TEST(CallingConvention, SmallStructsMakeTheRestUnknown) {
+  // f(long a, struct pair p, long b): p may take one or two registers, so b's is unknown.
+  Signature s;
+  s.params = {param(Kind::Integer, 8, true), param(Kind::Other, 16), param(Kind::Integer, 8, true)};
+  auto r = ft::arch::register_signature_x86_64(s);
+  ASSERT_EQ(r.args.size(), 1u);
+  EXPECT_EQ(r.ret_kind, FT_PARAM_VOID);
+}
+
+TEST(CallingConvention, AtMostSixRegisters) {
+  Signature s;
+  for (int i = 0; i < 8; ++i) s.params.push_back(param(Kind::Pointer, 8));
+  s.returns_void = false;
+  s.ret = param(Kind::Other, 16);  // returned in rax:rdx, shown as unknown
+  auto r = ft::arch::register_signature_x86_64(s);
+  EXPECT_EQ(r.args.size(), 6u);
+  EXPECT_EQ(r.ret_kind, -1);
+}
+
+}  // namespace
