@@ -1,6 +1,7 @@
 // Tracer, part 4: the traced address space — running code in the tracee (injected
 // system calls), out-of-line areas, modules and their symbols, planting breakpoints.
 #include <signal.h>
+#include <elf.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -191,6 +192,11 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     return;
   }
   std::shared_ptr<const ElfImage> img(std::move(*elf));
+  if (img->machine() != EM_X86_64) {
+    if (is_main) log::warn("{} is not an x86-64 program: process {} runs untraced", mm.path, p.pid());
+    p.modules.push_back(std::move(m));
+    return;
+  }
   m->elf = img;
   m->bias = img->is_dyn() ? mm.base - img->min_vaddr() : 0;
   // Plugins explain unmatched patterns better when they know the program is stripped.

@@ -55,6 +55,20 @@ Result<pid_t> Tracer::spawn() {
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return Error::msg("cannot run '" + prog + "': Is a directory");
 
+  // functracer traces x86-64 code: refuse other ELF programs before starting them
+  // (scripts and other formats go to the kernel; their interpreter is checked at exec).
+  if (int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    unsigned char h[20] = {};
+    ssize_t n = ::read(fd, h, sizeof h);
+    ::close(fd);
+    if (n == static_cast<ssize_t>(sizeof h) && h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F') {
+      uint16_t machine = static_cast<uint16_t>(h[18] | (h[19] << 8));
+      if (h[5] == 1 /* little endian */ && (machine != 62 /* EM_X86_64 */ || h[4] != 2 /* ELFCLASS64 */))
+        return Error::msg("cannot trace '" + prog + "': not an x86-64 program (ELF class " +
+                          std::to_string(h[4] == 2 ? 64 : 32) + ", machine " + std::to_string(machine) + ")");
+    }
+  }
+
   int go[2], err[2];
   if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return Error::from_errno(errno, "pipe");
   std::vector<char*> argv;

@@ -56,6 +56,15 @@ def main():
         res = h.run([ft, "-e", "calltrace", "-o", out, notexe])
         check_one_error_line(ck, res, 1, "not_a_program.txt", "non-executable file")
 
+        print("=== 32-bit ELF program")
+        elf32 = os.path.join(tmp, "prog32")
+        with open(elf32, "wb") as f:
+            # A 32-bit little-endian ELF header for EM_386, padded: refused before it runs.
+            f.write(bytes([0x7f, 0x45, 0x4c, 0x46, 1, 1, 1]) + bytes(9) + bytes([2, 0, 3, 0]) + bytes(44))
+        os.chmod(elf32, 0o755)
+        res = h.run([ft, "-e", "calltrace", "-o", out, elf32])
+        check_one_error_line(ck, res, 1, "prog32", "32-bit ELF program")
+
         print("=== no such pid")
         pid = unused_pid()
         res = h.run([ft, "-e", "calltrace", "-o", out, "-p", str(pid)])
