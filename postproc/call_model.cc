@@ -64,6 +64,7 @@ void CallModel::on_call(const TraceRecord& r) {
     if (const std::string* s = r.get_str(kStrKeys[i])) a.strings[i] = *s;
   }
   a.nargs = r.get_int("nargs");
+  if (const std::string* types = r.get_str("types")) a.types = *types;
   t.stack.push_back(std::move(a));
   observer_.on_call(t.tid, t.stack.back());
 }

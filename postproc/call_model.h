@@ -42,6 +42,7 @@ struct Activation {
   HexList args;
   std::array<std::optional<std::string>, kArgRegisters> strings;  // str0..str5
   std::optional<int64_t> nargs;
+  std::optional<std::string> types;  // the call record's "types" field (value_types.h)
   uint64_t children_ns = 0;  // inclusive time of the direct callees that have ended
   uint64_t children = 0;     // number of direct callees that have ended
 };

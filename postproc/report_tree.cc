@@ -1,4 +1,5 @@
 #include "postproc/report_tree.h"
+#include "postproc/value_types.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -66,7 +67,14 @@ class TreeObserver : public CallObserver {
     }
     t->line_open = false;
     if (end.kind == EndKind::kReturn) {
-      fmt::format_to(std::back_inserter(t->text), " = {:#x}", end.retval);
+      std::optional<ValueTypes> types;
+      if (a.types) types = parse_value_types(*a.types);
+      if (!types) {
+        fmt::format_to(std::back_inserter(t->text), " = {:#x}", end.retval);
+      } else if (types->ret.kind != 'v') {
+        t->text += " = ";
+        t->text += format_value(types->ret, end.retval);
+      }
     } else {
       t->text += " <unwound: ";
       t->text += end.reason;
@@ -139,10 +147,14 @@ class TreeObserver : public CallObserver {
   static void append_args(std::string& out, const Activation& a) {
     size_t count = a.args.size();
     if (a.nargs) count = static_cast<size_t>(std::clamp<int64_t>(*a.nargs, 0, kArgRegisters));
+    std::optional<ValueTypes> types;
+    if (a.types) types = parse_value_types(*a.types);
     for (size_t i = 0; i < count; ++i) {
       if (i) out += ", ";
       if (i < a.strings.size() && a.strings[i]) {
         append_quoted(out, *a.strings[i]);
+      } else if (i < a.args.size() && types && i < types->args.size()) {
+        out += format_value(types->args[i], a.args[i]);
       } else if (i < a.args.size()) {
         fmt::format_to(std::back_inserter(out), "{:#x}", a.args[i]);
       } else {

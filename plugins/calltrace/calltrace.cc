@@ -158,6 +158,30 @@ std::string hex(uint64_t v) {
 
 std::string indent(unsigned depth) { return std::string(2 * depth, ' '); }
 
+// The "types" field of call records (doc/trace-format.md): one code per argument
+// register, '>' and the return's code.
+std::string type_code(int kind, unsigned size) {
+  switch (kind) {
+    case FT_PARAM_SIGNED: return "i" + std::to_string(size);
+    case FT_PARAM_INTEGER: return "u" + std::to_string(size);
+    case FT_PARAM_POINTER: return "p";
+    case FT_PARAM_STRING: return "s";
+    case FT_PARAM_FLOAT: return "f";
+    case FT_PARAM_OTHER: return "o";
+    case FT_PARAM_VOID: return "v";
+    default: return "?";
+  }
+}
+
+std::string types_of(const ft_function* fn) {
+  std::string out;
+  for (int i = 0; i < fn->nparams && i < 6; ++i) {
+    if (i) out += ',';
+    out += type_code(fn->params[i], fn->param_sizes ? fn->param_sizes[i] : 8);
+  }
+  return out + ">" + type_code(fn->ret_kind, fn->ret_size);
+}
+
 // A register value as what DWARF says it holds: integers in decimal (sign-extended or
 // truncated to their size), everything else in hex.
 std::string format_value(int kind, unsigned size, uint64_t v) {
@@ -187,13 +211,18 @@ void flush_pending(ft_ctx* ctx, int tid) {
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t args[6];
   for (unsigned i = 0; i < 6; ++i) args[i] = host->arg(ctx, i);
-  ft_field fields[5 + 6];
+  ft_field fields[6 + 6];
   size_t n = 0;
+  std::string types;
   fields[n++] = ft_field{"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0};
   fields[n++] = ft_field{"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0};
   fields[n++] = ft_field{"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0};
   fields[n++] = ft_field{"args", FT_FIELD_HEX_LIST, 0, 0, nullptr, args, 6};
-  if (fn->nparams >= 0) fields[n++] = ft_field{"nargs", FT_FIELD_INT, fn->nparams, 0, nullptr, nullptr, 0};
+  if (fn->nparams >= 0) {
+    fields[n++] = ft_field{"nargs", FT_FIELD_INT, fn->nparams, 0, nullptr, nullptr, 0};
+    types = types_of(fn);
+    fields[n++] = ft_field{"types", FT_FIELD_STRING, 0, 0, types.c_str(), nullptr, 0};
+  }
   static const char* const kStrKeys[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
   std::string strs[6];
   bool is_str[6] = {};

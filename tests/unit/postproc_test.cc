@@ -30,6 +30,7 @@
 #include "postproc/report_calls.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_tree.h"
+#include "postproc/value_types.h"
 #include "postproc/trace_reader.h"
 
 extern char** environ;
@@ -819,6 +820,56 @@ TEST(TreeReport, TidFilterAndTime) {
             "    lex() <unwound: exception> <150 ns>\n"
             "  } <unwound: exception> <200 ns>\n"
             "} = 0x0 <600 ns>\n");
+}
+
+TEST(ValueTypes, ParseAndFormat) {
+  auto t = parse_value_types("i4,u8,p,s>v");
+  ASSERT_TRUE(t.has_value());
+  ASSERT_EQ(t->args.size(), 4u);
+  EXPECT_EQ(t->args[0].kind, 'i');
+  EXPECT_EQ(t->args[0].size, 4u);
+  EXPECT_EQ(t->ret.kind, 'v');
+  EXPECT_TRUE(parse_value_types(">?").has_value());
+  EXPECT_FALSE(parse_value_types("i4").has_value());           // no '>'
+  EXPECT_FALSE(parse_value_types("i4,>i4").has_value());       // empty code
+  EXPECT_FALSE(parse_value_types("i3>i4").has_value());        // no such size
+  EXPECT_FALSE(parse_value_types("p,p,p,p,p,p,p>v").has_value());  // seven registers
+  EXPECT_EQ(format_value({'i', 4}, 0xffffffff), "-1");
+  EXPECT_EQ(format_value({'i', 8}, 0x8000000000000000ull), "-9223372036854775808");
+  EXPECT_EQ(format_value({'u', 1}, 0x1ff), "255");
+  EXPECT_EQ(format_value({'u', 8}, ~0ull), "18446744073709551615");
+  EXPECT_EQ(format_value({'p', 8}, 0x1000), "0x1000");
+  EXPECT_EQ(format_value({'v', 8}, 7), "");
+}
+
+TEST(TreeReport, TypedArgumentsAndReturns) {
+  // types: f(int8 -1 from 0xff, const char*, unsigned short) returns int32 -2;
+  // g(long) returns nothing (void).
+  TempDir tmp;
+  std::string path = tmp.write(
+      "t.trace",
+      "functracer-trace 1\n"
+      "1 7 1 header format=1 arch=\"x86_64\" pid=7 exe=\"/a\" cmdline=\"a\" "
+      "start_realtime_ns=0 plugins=\"calltrace\" backtrace_depth=0\n"
+      "2 7 2 call function=\"f\" address=0x10 depth=0 args=[0x12345ff,0x4000,0x1ffff,0x0,0x0,0x0] nargs=3 "
+      "types=\"i1,s,u2>i4\" str1=\"hi\"\n"
+      "3 7 3 call function=\"g\" address=0x20 depth=1 args=[0xfffffffffffffffd,0x0,0x0,0x0,0x0,0x0] nargs=1 "
+      "types=\"i8>v\"\n"
+      "4 7 4 return function=\"g\" address=0x20 depth=1 retval=0x77\n"
+      "5 7 5 return function=\"f\" address=0x10 depth=0 retval=0xfffffffe\n"
+      "6 7 6 call function=\"h\" address=0x30 depth=0 args=[0x1,0x2,0x0,0x0,0x0,0x0] nargs=2 "
+      "types=\"bogus\"\n"
+      "7 7 7 return function=\"h\" address=0x30 depth=0 retval=0x5\n"
+      "8 7 8 exit status=0\n");
+  CollectingDiagnostics diag;
+  Output out;
+  ASSERT_TRUE(report_tree(options_for({path}), out, diag).ok());
+  EXPECT_EQ(out.text(),
+            "== pid 7 tid 7 ==\n"
+            "f(-1, \"hi\", 65535) {\n"
+            "  g(-3)\n"
+            "} = -2\n"
+            "h(0x1, 0x2) = 0x5\n");
 }
 
 TEST(TreeReport, ArgumentsAndAnnotations) {

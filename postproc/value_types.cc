@@ -1,0 +1,59 @@
+#include "postproc/value_types.h"
+
+#include <fmt/format.h>
+
+namespace ft::post {
+namespace {
+
+std::optional<ValueType> parse_one(std::string_view code) {
+  ValueType t;
+  if (code.size() == 1 && std::string_view("psfov?").find(code[0]) != std::string_view::npos) {
+    t.kind = code[0];
+    return t;
+  }
+  if (code.size() == 2 && (code[0] == 'i' || code[0] == 'u') &&
+      (code[1] == '1' || code[1] == '2' || code[1] == '4' || code[1] == '8')) {
+    t.kind = code[0];
+    t.size = static_cast<unsigned>(code[1] - '0');
+    return t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ValueTypes> parse_value_types(std::string_view text) {
+  size_t gt = text.find('>');
+  if (gt == std::string_view::npos) return std::nullopt;
+  ValueTypes out;
+  auto ret = parse_one(text.substr(gt + 1));
+  if (!ret) return std::nullopt;
+  out.ret = *ret;
+  std::string_view args = text.substr(0, gt);
+  while (!args.empty()) {
+    size_t comma = args.find(',');
+    auto t = parse_one(args.substr(0, comma));
+    if (!t || out.args.size() == 6) return std::nullopt;
+    out.args.push_back(*t);
+    if (comma == std::string_view::npos) break;
+    args.remove_prefix(comma + 1);
+    if (args.empty()) return std::nullopt;  // trailing comma
+  }
+  return out;
+}
+
+std::string format_value(const ValueType& type, uint64_t v) {
+  if (type.kind == 'v') return {};
+  if (type.kind == 'i' || type.kind == 'u') {
+    unsigned bits = 8 * type.size;
+    if (bits < 64) v &= (uint64_t{1} << bits) - 1;
+    if (type.kind == 'i') {
+      if (bits < 64 && ((v >> (bits - 1)) & 1)) v |= ~uint64_t{0} << bits;
+      return std::to_string(static_cast<int64_t>(v));
+    }
+    return std::to_string(v);
+  }
+  return fmt::format("{:#x}", v);
+}
+
+}  // namespace ft::post

@@ -1,0 +1,32 @@
+// ValueTypes: the "types" field of call records (doc/trace-format.md), which says what
+// each argument register and the return register hold, so reports can show values as
+// the program sees them: "i4" a signed 4-byte integer, "u8" an unsigned one, "p" a
+// pointer, "s" a string pointer, "f" a floating-point value (not in an integer
+// register), "o" something else, "v" no value (void return), "?" unknown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ft::post {
+
+struct ValueType {
+  char kind = '?';  // i u p s f o v ?
+  unsigned size = 8;
+};
+
+struct ValueTypes {
+  std::vector<ValueType> args;
+  ValueType ret;
+};
+
+// nullopt for a malformed field.
+std::optional<ValueTypes> parse_value_types(std::string_view text);
+// The value as text: decimal for integers (sign-extended or truncated to the size),
+// hex otherwise; empty for "v".
+std::string format_value(const ValueType& type, uint64_t value);
+
+}  // namespace ft::post
