@@ -206,7 +206,6 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
   for (const ElfSymbol& sym : img->functions()) {
-    if (sym.ifunc) continue;  // the resolver, not the implementation that runs
     if (is_fragment(sym.name)) continue;
     if (not_a_called_function(sym.name) || sym.value == img->entry()) {
       FT_DEBUG("not tracing {}: not entered by a call", sym.name);
@@ -218,6 +217,16 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     std::string dem = demangle(sym.name);
     ft_symbol s{sym.name.c_str(), dem.c_str(), mm.path.c_str(), addr, sym.size, sym.plt ? 1 : 0, is_main ? 1 : 0};
     auto in = host_.offer(s);
+    if (sym.ifunc) {
+      // The symbol is the resolver, which runs once at load time; the implementation
+      // it picks is what the program calls, and it is not known here.
+      if (in.any()) {
+        ++stats_.refused;
+        log::warn("cannot trace {}: an IFUNC, its implementation is chosen at load time (calls through "
+                  "PLT stubs, {}@plt, can be traced)", dem, sym.name);
+      }
+      continue;
+    }
     if (hooks == kHookLinker)
       if (const ElfSymbol* rd = img->find("_r_debug")) p.r_debug = RemoteAddr(rd->value + mod.bias);
     if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, in, hooks);
