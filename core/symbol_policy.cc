@@ -13,12 +13,15 @@ unsigned hooks_for(const std::string& name) {
     return kHookUnwindStart;
   if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace;
   if (name == "__cxa_begin_catch") return kHookCatch;
-  // Functions that return twice keep their return address: setjmp stores it in the
-  // jmp_buf, a vfork child returns through the parent's stack, getcontext saves it.
-  static const char* const kReturnsTwice[] = {"setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
-                                              "savectx", "getcontext", "vfork", "__vfork"};
-  for (const char* n : kReturnsTwice)
-    if (name == n) return kHookReturnsTwice;
+  // Functions whose return address must stay what the caller pushed. Those that
+  // return twice: setjmp stores it in the jmp_buf, a vfork child returns through the
+  // parent's stack, getcontext saves it. Those that look at it: the dl* functions
+  // find the calling object from it (RTLD_NEXT, the namespace of dlopen's caller).
+  static const char* const kKeep[] = {"setjmp",   "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
+                                      "savectx",  "getcontext", "vfork", "__vfork",  "dlopen",
+                                      "dlmopen",  "dlsym",   "dlvsym"};
+  for (const char* n : kKeep)
+    if (name == n) return kHookKeepReturnAddress;
   return kHookNone;
 }
 

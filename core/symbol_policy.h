@@ -15,8 +15,8 @@ enum InternalHook : unsigned {
   kHookLinker = 1u << 0,        // _dl_debug_state: the module list changed
   kHookUnwindStart = 1u << 1,   // an unwinder starts reading return addresses
   kHookCatch = 1u << 2,         // __cxa_begin_catch: unwinding finished
-  kHookReturnsTwice = 1u << 3,  // setjmp & co: never hijack the return address
-  kHookReturnSite = 1u << 4,    // the return address of a returns-twice call
+  kHookKeepReturnAddress = 1u << 3,  // setjmp, dlsym & co: never hijack the return address
+  kHookReturnSite = 1u << 4,    // the return address of such a call
   kHookBacktrace = 1u << 5,     // _Unwind_Backtrace: rearm when it returns
 };
 

@@ -100,7 +100,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   bool traced_here = false;
   if (auto b = p.breakpoints.find(addr); b != p.breakpoints.end() && b->second.traced && enabled_ && !p.silent)
     traced_here = p.functions[b->second.fn].return_mask != 0;
-  if ((hooks & kHookReturnsTwice) && !traced_here) {
+  if ((hooks & kHookKeepReturnAddress) && !traced_here) {
     // Not traced itself, but reached by a jump from hijacked frames (a traced
     // _setjmp@plt): it would save the trampoline as its return address. Hand those
     // frames over to a return-site breakpoint and put the real address back.
@@ -128,7 +128,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     if (fn.return_mask) {
       RemoteAddr slot(regs.sp());
       auto ret = p.mem().peek(t.tid, slot);
-      if (ret && (hooks & kHookReturnsTwice)) {
+      if (ret && (hooks & kHookKeepReturnAddress)) {
         // Catch the return with a breakpoint at the return address.
         auto e = t.stack.push_site(slot.value(), *ret, p.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);

@@ -81,6 +81,8 @@ PROGRAMS = {
                   no_uprobes="uprobes also count the untraced children's calls"),
     "unwinding": Prog("bt_*,pe_*"),
     "dlopen": Prog("dl_*,dll_*", [Run(["@PROGS@/dlopen_lib.so"])]),
+    # dlsym and dlopen live in libc: uprobes on this binary cannot count them.
+    "dlcaller": Prog("dc_*,dlsym,dlopen", no_uprobes="dlsym and dlopen are in libc"),
 }
 
 
