@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "core/ptrace.h"
 
 namespace ft {
 namespace {
@@ -60,9 +61,23 @@ void host_record(ft_ctx* c, const char* type, const ft_field* fields, size_t n) 
 
 void host_print(ft_ctx* c, const char* line) { plugin_host().print(*c, line); }
 
+uint64_t host_fp_arg(ft_ctx* c, unsigned i) {
+  if (i >= 8 || !c->thread) return 0;
+  if (!c->fp_valid) {
+    auto fp = ptrace::get_fp_regs(c->thread->tid);
+    if (!fp) return 0;
+    c->fp = *fp;
+    c->fp_valid = true;
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, reinterpret_cast<const uint8_t*>(c->fp.xmm_space) + 16 * i, sizeof v);
+  return v;
+}
+
 const ft_host_api kHostApi = {
     FT_PLUGIN_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
     host_depth, host_arg, host_retval, host_read_memory, host_read_string, host_record, host_print,
+    host_fp_arg,
 };
 
 std::string self_dir() {

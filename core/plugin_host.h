@@ -5,6 +5,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include <cstdint>
 #include <map>
@@ -22,6 +23,8 @@ struct ft_ctx {
   const ft::Registers* regs = nullptr;
   uint64_t now_ns = 0;
   unsigned depth = 0;
+  user_fpregs_struct fp{};  // fetched on first use (ft_host_api.fp_arg)
+  bool fp_valid = false;
 };
 
 namespace ft {

@@ -49,13 +49,15 @@ struct FunctionInfo {
   uint64_t return_mask = 0;  // plugins that want returns
   std::vector<ft_param_kind> params;  // integer-register order (see ft_function)
   std::vector<uint8_t> param_sizes;
+  std::vector<int8_t> param_regs;
   int nparams = -1;
   int ret_kind = -1;
   unsigned ret_size = 8;
   ft_function view() const {
     return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), nparams,
                        params.empty() ? nullptr : params.data(),
-                       param_sizes.empty() ? nullptr : param_sizes.data(), ret_kind, ret_size};
+                       param_sizes.empty() ? nullptr : param_sizes.data(),
+                       param_regs.empty() ? nullptr : param_regs.data(), ret_kind, ret_size};
   }
 
 };

@@ -20,6 +20,7 @@ const char* request_name(__ptrace_request req) {
     case PTRACE_INTERRUPT: return "INTERRUPT";
     case PTRACE_GETREGS: return "GETREGS";
     case PTRACE_SETREGS: return "SETREGS";
+    case PTRACE_GETFPREGS: return "GETFPREGS";
     case PTRACE_GETEVENTMSG: return "GETEVENTMSG";
     case PTRACE_GETSIGINFO: return "GETSIGINFO";
     default: return "?";
@@ -62,6 +63,12 @@ Result<Registers> get_regs(pid_t tid) {
 
 Status set_regs(pid_t tid, const Registers& regs) {
   return request(PTRACE_SETREGS, tid, nullptr, const_cast<user_regs_struct*>(&regs.raw));
+}
+
+Result<user_fpregs_struct> get_fp_regs(pid_t tid) {
+  user_fpregs_struct fp{};
+  if (auto s = request(PTRACE_GETFPREGS, tid, nullptr, &fp); !s) return s.error();
+  return fp;
 }
 
 Result<unsigned long> event_msg(pid_t tid) {

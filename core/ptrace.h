@@ -29,6 +29,7 @@ Status detach(pid_t tid, int sig = 0);
 Status interrupt(pid_t tid);
 Result<Registers> get_regs(pid_t tid);
 Status set_regs(pid_t tid, const Registers& regs);
+Result<user_fpregs_struct> get_fp_regs(pid_t tid);
 Result<unsigned long> event_msg(pid_t tid);
 Result<siginfo_t> siginfo(pid_t tid);
 

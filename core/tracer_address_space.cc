@@ -254,6 +254,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
           for (const auto& a : rs.args) {
             fi.params.push_back(a.kind);
             fi.param_sizes.push_back(a.size);
+            fi.param_regs.push_back(a.reg);
           }
           fi.nparams = static_cast<int>(fi.params.size());
           fi.ret_kind = rs.ret_kind;

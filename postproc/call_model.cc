@@ -17,13 +17,14 @@ CallModel::ThreadState& CallModel::thread(int64_t tid) {
   return threads_[it->second];
 }
 
-void CallModel::close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t retval,
+void CallModel::close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t retval, std::optional<uint64_t> fretval,
                           std::string_view reason, bool implicit) {
   Activation& a = t.stack.back();
   ActivationEnd end;
   end.kind = kind;
   end.ts = ts;
   end.retval = retval;
+  end.fretval = fretval;
   end.reason = reason;
   end.implicit = implicit;
   end.inclusive_ns = ts >= a.call_ts ? ts - a.call_ts : 0;
@@ -37,7 +38,7 @@ void CallModel::close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t re
 }
 
 void CallModel::close_all(ThreadState& t, uint64_t ts, std::string_view reason) {
-  while (!t.stack.empty()) close_top(t, EndKind::kUnwound, ts, 0, reason, true);
+  while (!t.stack.empty()) close_top(t, EndKind::kUnwound, ts, 0, std::nullopt, reason, true);
 }
 
 void CallModel::close_all_threads(uint64_t ts, std::string_view reason) {
@@ -52,7 +53,7 @@ void CallModel::on_call(const TraceRecord& r) {
   a.depth = r.get_int("depth").value_or(static_cast<int64_t>(t.stack.size()));
   while (!t.stack.empty() && t.stack.back().depth >= a.depth) {
     ++missing_returns_;
-    close_top(t, EndKind::kUnwound, r.ts_ns, 0, kMissingReturn, true);
+    close_top(t, EndKind::kUnwound, r.ts_ns, 0, std::nullopt, kMissingReturn, true);
   }
   a.level = t.stack.size();
   a.seq = r.seq;
@@ -65,6 +66,7 @@ void CallModel::on_call(const TraceRecord& r) {
   }
   a.nargs = r.get_int("nargs");
   if (const std::string* types = r.get_str("types")) a.types = *types;
+  if (const HexList* fargs = r.get_list("fargs")) a.fargs = *fargs;
   t.stack.push_back(std::move(a));
   observer_.on_call(t.tid, t.stack.back());
 }
@@ -84,13 +86,13 @@ void CallModel::on_end(const TraceRecord& r, EndKind kind) {
   }
   while (t.stack.size() > i) {
     ++missing_returns_;
-    close_top(t, EndKind::kUnwound, r.ts_ns, 0, kMissingReturn, true);
+    close_top(t, EndKind::kUnwound, r.ts_ns, 0, std::nullopt, kMissingReturn, true);
   }
   if (kind == EndKind::kReturn) {
-    close_top(t, kind, r.ts_ns, r.get_hex("retval").value_or(0), {}, false);
+    close_top(t, kind, r.ts_ns, r.get_hex("retval").value_or(0), r.get_hex("fretval"), {}, false);
   } else {
     const std::string* reason = r.get_str("reason");
-    close_top(t, kind, r.ts_ns, 0, reason ? std::string_view(*reason) : "unknown", false);
+    close_top(t, kind, r.ts_ns, 0, std::nullopt, reason ? std::string_view(*reason) : "unknown", false);
   }
 }
 

@@ -43,6 +43,7 @@ struct Activation {
   std::array<std::optional<std::string>, kArgRegisters> strings;  // str0..str5
   std::optional<int64_t> nargs;
   std::optional<std::string> types;  // the call record's "types" field (value_types.h)
+  HexList fargs;                     // floating-point argument registers, if recorded
   uint64_t children_ns = 0;  // inclusive time of the direct callees that have ended
   uint64_t children = 0;     // number of direct callees that have ended
 };
@@ -53,6 +54,7 @@ struct ActivationEnd {
   EndKind kind = EndKind::kReturn;
   uint64_t ts = 0;
   uint64_t retval = 0;        // kReturn
+  std::optional<uint64_t> fretval;  // kReturn: the floating-point return register, if recorded
   std::string_view reason;    // kUnwound: "longjmp", "exception", "exit", or a model reason;
                               // valid only during CallObserver::on_end
   bool implicit = false;      // no record ended it: the model closed it
@@ -91,7 +93,7 @@ class CallModel {
     std::vector<Activation> stack;
   };
   ThreadState& thread(int64_t tid);
-  void close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t retval,
+  void close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t retval, std::optional<uint64_t> fretval,
                  std::string_view reason, bool implicit);
   void close_all(ThreadState& t, uint64_t ts, std::string_view reason);
   void close_all_threads(uint64_t ts, std::string_view reason);

@@ -2,13 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace ft::post {
 namespace {
 
 std::optional<ValueType> parse_one(std::string_view code) {
   ValueType t;
-  if (code.size() == 1 && std::string_view("psfov?").find(code[0]) != std::string_view::npos) {
+  if (code.size() == 1 && std::string_view("psov?").find(code[0]) != std::string_view::npos) {
     t.kind = code[0];
+    return t;
+  }
+  if (code == "f4" || code == "f8") {
+    t.kind = 'f';
+    t.size = static_cast<unsigned>(code[1] - '0');
     return t;
   }
   if (code.size() == 2 && (code[0] == 'i' || code[0] == 'u') &&
@@ -33,7 +40,7 @@ std::optional<ValueTypes> parse_value_types(std::string_view text) {
   while (!args.empty()) {
     size_t comma = args.find(',');
     auto t = parse_one(args.substr(0, comma));
-    if (!t || out.args.size() == 6) return std::nullopt;
+    if (!t || out.args.size() == kMaxParams) return std::nullopt;
     out.args.push_back(*t);
     if (comma == std::string_view::npos) break;
     args.remove_prefix(comma + 1);
@@ -44,6 +51,17 @@ std::optional<ValueTypes> parse_value_types(std::string_view text) {
 
 std::string format_value(const ValueType& type, uint64_t v) {
   if (type.kind == 'v') return {};
+  if (type.kind == 'f') {
+    if (type.size == 4) {
+      uint32_t bits = static_cast<uint32_t>(v);
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return fmt::format("{}", f);
+    }
+    double d;
+    std::memcpy(&d, &v, sizeof d);
+    return fmt::format("{}", d);
+  }
   if (type.kind == 'i' || type.kind == 'u') {
     unsigned bits = 8 * type.size;
     if (bits < 64) v &= (uint64_t{1} << bits) - 1;

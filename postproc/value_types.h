@@ -1,8 +1,10 @@
 // ValueTypes: the "types" field of call records (doc/trace-format.md), which says what
 // each argument register and the return register hold, so reports can show values as
 // the program sees them: "i4" a signed 4-byte integer, "u8" an unsigned one, "p" a
-// pointer, "s" a string pointer, "f" a floating-point value (not in an integer
-// register), "o" something else, "v" no value (void return), "?" unknown.
+// pointer, "s" a string pointer, "f4"/"f8" a float/double (in a floating-point
+// register), "o" something else, "v" no value (void return), "?" unknown. Parameters
+// are listed in declaration order; each takes the next register of its class (the
+// record's "args" for integers and pointers, "fargs" for floating point).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,9 @@ struct ValueType {
   char kind = '?';  // i u p s f o v ?
   unsigned size = 8;
 };
+
+// 6 integer and 8 floating-point argument registers.
+inline constexpr size_t kMaxParams = 14;
 
 struct ValueTypes {
   std::vector<ValueType> args;

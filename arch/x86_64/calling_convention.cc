@@ -3,7 +3,8 @@
 namespace ft::arch {
 namespace {
 
-constexpr size_t kIntegerArgRegisters = 6;
+constexpr int kIntegerArgRegisters = 6;
+constexpr int kFloatArgRegisters = 8;
 
 RegisterArg to_register(const ParamInfo& p) {
   RegisterArg a;
@@ -31,18 +32,25 @@ RegisterSignature register_signature_x86_64(const Signature& sig) {
     // Larger than two eightbytes: returned in memory through a hidden first argument
     // (the pointer also comes back in rax).
     if (sig.ret.kind == ParamInfo::Kind::Other && sig.ret.size > 16) {
-      out.args.push_back({FT_PARAM_POINTER, 8});
+      out.args.push_back({FT_PARAM_POINTER, 8, 0});
       out.ret_kind = FT_PARAM_POINTER;
       out.ret_size = 8;
     } else if (sig.ret.kind == ParamInfo::Kind::Other) {
       out.ret_kind = -1;
     }
   }
+  int next_int = out.args.empty() ? 0 : 1, next_fp = 0;
   for (const ParamInfo& p : sig.params) {
-    if (out.args.size() == kIntegerArgRegisters) break;
-    if (p.kind == ParamInfo::Kind::Float) continue;
     if (p.kind == ParamInfo::Kind::Other) break;
-    out.args.push_back(to_register(p));
+    RegisterArg a = to_register(p);
+    if (p.kind == ParamInfo::Kind::Float) {
+      if (next_fp == kFloatArgRegisters) break;
+      a.reg = static_cast<int8_t>(FT_REG_FP0 + next_fp++);
+    } else {
+      if (next_int == kIntegerArgRegisters) break;
+      a.reg = static_cast<int8_t>(next_int++);
+    }
+    out.args.push_back(a);
   }
   return out;
 }

@@ -69,19 +69,24 @@ enum ft_param_kind {
   FT_PARAM_VOID,
 };
 
+/* Where a parameter is: integer argument registers are 0..5 (x86-64: rdi rsi rdx rcx
+ * r8 r9), floating-point argument registers FT_REG_FP0 + n (x86-64: xmm0..xmm7). */
+#define FT_REG_FP0 8
+
 /* A traced function, as seen in call/return events. */
 typedef struct ft_function {
   const char *name;
   const char *demangled;
   const char *module;
   ft_addr address;
-  /* The values in the integer argument registers, in order (DWARF parameters passed
-   * in floating-point registers take none; a struct returned in memory adds its
-   * hidden pointer first; the list stops at a parameter whose registers cannot be
-   * known, such as a small struct passed by value). */
+  /* The parameters from DWARF, in declaration order, with the register the calling
+   * convention puts each in (a struct returned in memory adds its hidden pointer
+   * first; the list stops at a parameter whose registers cannot be known, such as a
+   * struct passed by value, or one passed on the stack). */
   int nparams;                       /* -1: unknown (no DWARF, or FT_TRACE_PARAMS not asked) */
   const enum ft_param_kind *params;  /* nparams entries */
   const uint8_t *param_sizes;        /* nparams entries: bytes (8 when unknown) */
+  const int8_t *param_regs;          /* nparams entries: 0..5, or FT_REG_FP0 + n */
   int ret_kind;                      /* enum ft_param_kind, or -1 when unknown */
   unsigned ret_size;                 /* bytes (8 when unknown) */
 } ft_function;
@@ -150,6 +155,11 @@ typedef struct ft_host_api {
   /* When streaming (no -o): print one human-readable line for ctx's thread on stderr,
    * prefixed with the pid/tid. Ignored when writing trace files. */
   void (*print)(ft_ctx *ctx, const char *line);
+
+  /* The low 8 bytes of floating-point argument register i (0..7; x86-64: xmm i) at a
+   * call, or of the floating-point return register (i = 0) at a return. Costs one
+   * more request to the kernel per event; 0 if it cannot be read. */
+  uint64_t (*fp_arg)(ft_ctx *ctx, unsigned i);
 } ft_host_api;
 
 /* What a plugin gives functracer. Unused callbacks may be NULL. */

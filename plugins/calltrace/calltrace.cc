@@ -5,6 +5,7 @@
 // call log is printed on stderr.
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -158,33 +159,49 @@ std::string hex(uint64_t v) {
 
 std::string indent(unsigned depth) { return std::string(2 * depth, ' '); }
 
-// The "types" field of call records (doc/trace-format.md): one code per argument
-// register, '>' and the return's code.
+// The "types" field of call records (doc/trace-format.md): one code per parameter in
+// declaration order, '>' and the return's code.
 std::string type_code(int kind, unsigned size) {
   switch (kind) {
     case FT_PARAM_SIGNED: return "i" + std::to_string(size);
     case FT_PARAM_INTEGER: return "u" + std::to_string(size);
     case FT_PARAM_POINTER: return "p";
     case FT_PARAM_STRING: return "s";
-    case FT_PARAM_FLOAT: return "f";
+    case FT_PARAM_FLOAT: return size == 4 ? "f4" : "f8";
     case FT_PARAM_OTHER: return "o";
     case FT_PARAM_VOID: return "v";
     default: return "?";
   }
 }
 
+unsigned param_size(const ft_function* fn, int i) { return fn->param_sizes ? fn->param_sizes[i] : 8; }
+
 std::string types_of(const ft_function* fn) {
   std::string out;
-  for (int i = 0; i < fn->nparams && i < 6; ++i) {
+  for (int i = 0; i < fn->nparams; ++i) {
     if (i) out += ',';
-    out += type_code(fn->params[i], fn->param_sizes ? fn->param_sizes[i] : 8);
+    out += type_code(fn->params[i], param_size(fn, i));
   }
   return out + ">" + type_code(fn->ret_kind, fn->ret_size);
 }
 
 // A register value as what DWARF says it holds: integers in decimal (sign-extended or
-// truncated to their size), everything else in hex.
+// truncated to their size), floating-point values as such, everything else in hex.
 std::string format_value(int kind, unsigned size, uint64_t v) {
+  if (kind == FT_PARAM_FLOAT) {
+    char b[40];
+    if (size == 4) {
+      uint32_t bits = static_cast<uint32_t>(v);
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      std::snprintf(b, sizeof b, "%g", static_cast<double>(f));
+    } else {
+      double d;
+      std::memcpy(&d, &v, sizeof d);
+      std::snprintf(b, sizeof b, "%g", d);
+    }
+    return b;
+  }
   if (size < 8) v &= (uint64_t{1} << (8 * size)) - 1;
   if (kind == FT_PARAM_SIGNED) {
     if (size < 8 && (v >> (8 * size - 1)) & 1) v |= ~uint64_t{0} << (8 * size);
@@ -194,9 +211,9 @@ std::string format_value(int kind, unsigned size, uint64_t v) {
   return hex(v);
 }
 
-std::string format_return(const ft_function* fn, uint64_t rv) {
+std::string format_return(const ft_function* fn, uint64_t rv, uint64_t frv) {
   if (fn->ret_kind == FT_PARAM_VOID) return "";
-  if (fn->ret_kind == FT_PARAM_FLOAT) return " = <float>";
+  if (fn->ret_kind == FT_PARAM_FLOAT) return " = " + format_value(FT_PARAM_FLOAT, fn->ret_size, frv);
   return " = " + format_value(fn->ret_kind, fn->ret_size, rv);
 }
 
@@ -211,29 +228,38 @@ void flush_pending(ft_ctx* ctx, int tid) {
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t args[6];
   for (unsigned i = 0; i < 6; ++i) args[i] = host->arg(ctx, i);
-  ft_field fields[6 + 6];
+  uint64_t fargs[8] = {};
+  size_t nfargs = 0;  // floating-point argument registers in use
+  for (int i = 0; i < fn->nparams; ++i)
+    if (fn->param_regs && fn->param_regs[i] >= FT_REG_FP0)
+      nfargs = std::max<size_t>(nfargs, static_cast<size_t>(fn->param_regs[i] - FT_REG_FP0 + 1));
+  for (size_t i = 0; i < nfargs && i < 8; ++i) fargs[i] = host->fp_arg(ctx, static_cast<unsigned>(i));
+
+  ft_field fields[7 + 6];
   size_t n = 0;
   std::string types;
   fields[n++] = ft_field{"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0};
   fields[n++] = ft_field{"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0};
   fields[n++] = ft_field{"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0};
   fields[n++] = ft_field{"args", FT_FIELD_HEX_LIST, 0, 0, nullptr, args, 6};
+  if (nfargs) fields[n++] = ft_field{"fargs", FT_FIELD_HEX_LIST, 0, 0, nullptr, fargs, nfargs};
   if (fn->nparams >= 0) {
     fields[n++] = ft_field{"nargs", FT_FIELD_INT, fn->nparams, 0, nullptr, nullptr, 0};
     types = types_of(fn);
     fields[n++] = ft_field{"types", FT_FIELD_STRING, 0, 0, types.c_str(), nullptr, 0};
   }
+  // Strings are keyed by the integer argument register that points to them.
   static const char* const kStrKeys[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
   std::string strs[6];
   bool is_str[6] = {};
-  int shown = fn->nparams < 0 ? 6 : (fn->nparams > 6 ? 6 : fn->nparams);
-  for (int i = 0; i < shown && fn->nparams >= 0; ++i) {
-    if (fn->params[i] != FT_PARAM_STRING || args[i] == 0) continue;
+  for (int i = 0; i < fn->nparams; ++i) {
+    int reg = fn->param_regs ? fn->param_regs[i] : i;
+    if (fn->params[i] != FT_PARAM_STRING || reg < 0 || reg >= 6 || args[reg] == 0) continue;
     char buf[kMaxString + 1];
-    if (host->read_string(ctx, args[i], buf, sizeof buf) < 0) continue;
-    strs[i] = buf;
-    is_str[i] = true;
-    fields[n++] = ft_field{kStrKeys[i], FT_FIELD_STRING, 0, 0, strs[i].c_str(), nullptr, 0};
+    if (host->read_string(ctx, args[reg], buf, sizeof buf) < 0) continue;
+    strs[reg] = buf;
+    is_str[reg] = true;
+    fields[n++] = ft_field{kStrKeys[reg], FT_FIELD_STRING, 0, 0, strs[reg].c_str(), nullptr, 0};
   }
   host->record(ctx, "call", fields, n);
 
@@ -243,11 +269,22 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   // C++ names are shown without their parameter types; the values follow.
   std::string text = fn->demangled && fn->demangled[0] ? without_params(fn->demangled) : fn->name;
   text += "(";
+  int shown = fn->nparams < 0 ? 6 : fn->nparams;
   for (int i = 0; i < shown; ++i) {
     if (i) text += ", ";
-    if (is_str[i]) text += quote(strs[i]);
-    else if (fn->nparams >= 0) text += format_value(fn->params[i], fn->param_sizes ? fn->param_sizes[i] : 8, args[i]);
-    else text += hex(args[i]);
+    if (fn->nparams < 0) {
+      text += hex(args[i]);
+      continue;
+    }
+    int reg = fn->param_regs ? fn->param_regs[i] : i;
+    if (reg >= FT_REG_FP0 && reg - FT_REG_FP0 < 8)
+      text += format_value(fn->params[i], param_size(fn, i), fargs[reg - FT_REG_FP0]);
+    else if (reg >= 0 && reg < 6 && is_str[reg])
+      text += quote(strs[reg]);
+    else if (reg >= 0 && reg < 6)
+      text += format_value(fn->params[i], param_size(fn, i), args[reg]);
+    else
+      text += "?";
   }
   text += ")";
   state.pending[tid] = PendingCall{text, host->depth(ctx), false};
@@ -255,21 +292,24 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
 
 void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t rv = host->retval(ctx);
-  ft_field fields[4] = {
+  bool fp = fn->ret_kind == FT_PARAM_FLOAT;
+  uint64_t frv = fp ? host->fp_arg(ctx, 0) : 0;
+  ft_field fields[5] = {
       {"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0},
       {"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0},
       {"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0},
       {"retval", FT_FIELD_HEX, 0, rv, nullptr, nullptr, 0},
+      {"fretval", FT_FIELD_HEX, 0, frv, nullptr, nullptr, 0},
   };
-  host->record(ctx, "return", fields, 4);
+  host->record(ctx, "return", fields, fp ? 5 : 4);
   if (!state.streaming) return;
   int tid = host->tid(ctx);
   auto it = state.pending.find(tid);
   std::string line;
   if (it != state.pending.end() && !it->second.open && it->second.depth == host->depth(ctx)) {
-    line = indent(it->second.depth) + it->second.text + format_return(fn, rv);
+    line = indent(it->second.depth) + it->second.text + format_return(fn, rv, frv);
   } else {
-    line = indent(host->depth(ctx)) + "}" + format_return(fn, rv) + "  /* " +
+    line = indent(host->depth(ctx)) + "}" + format_return(fn, rv, frv) + "  /* " +
            (fn->demangled ? fn->demangled : fn->name) + " */";
   }
   if (it != state.pending.end()) state.pending.erase(it);

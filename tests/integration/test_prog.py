@@ -82,6 +82,7 @@ PROGRAMS = {
     "unwinding": Prog("bt_*,pe_*"),
     "dlopen": Prog("dl_*,dll_*", [Run(["@PROGS@/dlopen_lib.so"])]),
     # dlsym and dlopen live in libc: uprobes on this binary cannot count them.
+    "floats": Prog("fl_*"),
     "dlcaller": Prog("dc_*,dlsym,dlopen", no_uprobes="dlsym and dlopen are in libc"),
 }
 

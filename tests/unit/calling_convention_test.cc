@@ -17,22 +17,38 @@ ParamInfo param(Kind k, int size, bool is_signed = false) {
   return p;
 }
 
-TEST(CallingConvention, FloatsTakeNoIntegerRegister) {
-  // f(int a, double b, const char *c, float d, unsigned short e) -> rdi=a, rsi=c, rdx=e
+TEST(CallingConvention, IntegerAndFloatClassesCountSeparately) {
+  // f(int a, double b, const char *c, float d, unsigned short e):
+  // a in rdi, b in xmm0, c in rsi, d in xmm1, e in rdx.
   Signature s;
   s.params = {param(Kind::Integer, 4, true), param(Kind::Float, 8), param(Kind::String, 8),
               param(Kind::Float, 4), param(Kind::Integer, 2)};
   s.returns_void = false;
   s.ret = param(Kind::Integer, 8, true);
   auto r = ft::arch::register_signature_x86_64(s);
-  ASSERT_EQ(r.args.size(), 3u);
+  ASSERT_EQ(r.args.size(), 5u);
   EXPECT_EQ(r.args[0].kind, FT_PARAM_SIGNED);
   EXPECT_EQ(r.args[0].size, 4);
-  EXPECT_EQ(r.args[1].kind, FT_PARAM_STRING);
-  EXPECT_EQ(r.args[2].kind, FT_PARAM_INTEGER);
-  EXPECT_EQ(r.args[2].size, 2);
+  EXPECT_EQ(r.args[0].reg, 0);
+  EXPECT_EQ(r.args[1].kind, FT_PARAM_FLOAT);
+  EXPECT_EQ(r.args[1].reg, FT_REG_FP0 + 0);
+  EXPECT_EQ(r.args[2].kind, FT_PARAM_STRING);
+  EXPECT_EQ(r.args[2].reg, 1);
+  EXPECT_EQ(r.args[3].reg, FT_REG_FP0 + 1);
+  EXPECT_EQ(r.args[3].size, 4);
+  EXPECT_EQ(r.args[4].kind, FT_PARAM_INTEGER);
+  EXPECT_EQ(r.args[4].size, 2);
+  EXPECT_EQ(r.args[4].reg, 2);
   EXPECT_EQ(r.ret_kind, FT_PARAM_SIGNED);
   EXPECT_EQ(r.ret_size, 8u);
+}
+
+TEST(CallingConvention, NinthDoubleIsOnTheStack) {
+  Signature s;
+  for (int i = 0; i < 9; ++i) s.params.push_back(param(Kind::Float, 8));
+  auto r = ft::arch::register_signature_x86_64(s);
+  ASSERT_EQ(r.args.size(), 8u);
+  EXPECT_EQ(r.args[7].reg, FT_REG_FP0 + 7);
 }
 
 TEST(CallingConvention, LargeStructReturnPassesAHiddenPointerFirst) {
@@ -44,7 +60,9 @@ TEST(CallingConvention, LargeStructReturnPassesAHiddenPointerFirst) {
   auto r = ft::arch::register_signature_x86_64(s);
   ASSERT_EQ(r.args.size(), 2u);
   EXPECT_EQ(r.args[0].kind, FT_PARAM_POINTER);
+  EXPECT_EQ(r.args[0].reg, 0);
   EXPECT_EQ(r.args[1].kind, FT_PARAM_SIGNED);
+  EXPECT_EQ(r.args[1].reg, 1);
   EXPECT_EQ(r.ret_kind, FT_PARAM_POINTER);
 }
 

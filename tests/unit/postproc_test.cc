@@ -833,13 +833,17 @@ TEST(ValueTypes, ParseAndFormat) {
   EXPECT_FALSE(parse_value_types("i4").has_value());           // no '>'
   EXPECT_FALSE(parse_value_types("i4,>i4").has_value());       // empty code
   EXPECT_FALSE(parse_value_types("i3>i4").has_value());        // no such size
-  EXPECT_FALSE(parse_value_types("p,p,p,p,p,p,p>v").has_value());  // seven registers
+  EXPECT_TRUE(parse_value_types("p,p,p,p,p,p,f8,f8,f8,f8,f8,f8,f8,f8>v").has_value());  // 14
+  EXPECT_FALSE(parse_value_types("p,p,p,p,p,p,f8,f8,f8,f8,f8,f8,f8,f8,p>v").has_value());
+  EXPECT_FALSE(parse_value_types("f>v").has_value());  // a float needs its size
   EXPECT_EQ(format_value({'i', 4}, 0xffffffff), "-1");
   EXPECT_EQ(format_value({'i', 8}, 0x8000000000000000ull), "-9223372036854775808");
   EXPECT_EQ(format_value({'u', 1}, 0x1ff), "255");
   EXPECT_EQ(format_value({'u', 8}, ~0ull), "18446744073709551615");
   EXPECT_EQ(format_value({'p', 8}, 0x1000), "0x1000");
   EXPECT_EQ(format_value({'v', 8}, 7), "");
+  EXPECT_EQ(format_value({'f', 8}, 0x3ff8000000000000ull), "1.5");   // 1.5 as a double
+  EXPECT_EQ(format_value({'f', 4}, 0xdeadbeefc0200000ull), "-2.5");  // low 4 bytes: -2.5f
 }
 
 TEST(TreeReport, TypedArgumentsAndReturns) {
@@ -860,7 +864,10 @@ TEST(TreeReport, TypedArgumentsAndReturns) {
       "6 7 6 call function=\"h\" address=0x30 depth=0 args=[0x1,0x2,0x0,0x0,0x0,0x0] nargs=2 "
       "types=\"bogus\"\n"
       "7 7 7 return function=\"h\" address=0x30 depth=0 retval=0x5\n"
-      "8 7 8 exit status=0\n");
+      "8 7 8 call function=\"m\" address=0x40 depth=0 args=[0x7,0x0,0x0,0x0,0x0,0x0] "
+      "fargs=[0x3ff8000000000000,0xc0200000] nargs=3 types=\"f8,i4,f4>f8\"\n"
+      "9 7 9 return function=\"m\" address=0x40 depth=0 retval=0x0 fretval=0x4004000000000000\n"
+      "10 7 10 exit status=0\n");
   CollectingDiagnostics diag;
   Output out;
   ASSERT_TRUE(report_tree(options_for({path}), out, diag).ok());
@@ -869,7 +876,8 @@ TEST(TreeReport, TypedArgumentsAndReturns) {
             "f(-1, \"hi\", 65535) {\n"
             "  g(-3)\n"
             "} = -2\n"
-            "h(0x1, 0x2) = 0x5\n");
+            "h(0x1, 0x2) = 0x5\n"
+            "m(1.5, 7, -2.5) = 2.5\n");
 }
 
 TEST(TreeReport, ArgumentsAndAnnotations) {
