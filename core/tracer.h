@@ -99,6 +99,9 @@ class Tracer {
   void report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
                       size_t base_depth);
   void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now);
+  // Reports frames abandoned by a longjmp and un-hijacks any that still hold the
+  // trampoline.
+  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
   Status open_trace(Process& p);
   void write_modules(Process& p);
   void write_module(Process& p, const Module& m);

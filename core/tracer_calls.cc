@@ -131,7 +131,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       if (ret && (hooks & kHookKeepReturnAddress)) {
         // Catch the return with a breakpoint at the return address.
         auto e = t.stack.push_site(slot.value(), *ret, p.trampoline.value(), fn_id, now);
-        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
+        if (!e.abandoned.empty()) abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
         Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
@@ -142,7 +142,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         }
       } else if (ret) {
         auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), fn_id, now);
-        if (!e.abandoned.empty()) report_unwound(t, e.abandoned, "longjmp", now, t.stack.depth() - 1);
+        if (!e.abandoned.empty()) abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
@@ -190,10 +190,24 @@ void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::R
   }
 }
 
+void Tracer::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
+  // Frames found abandoned are normally dead (longjmp'ed over). Should one still be
+  // live — a stack the heuristics took for the same one, such as a coroutine's —
+  // put its real return address back, so it returns normally (unreported) instead
+  // of reaching a trampoline no frame answers for.
+  Process& p = *t.process;
+  for (const ShadowFrame& f : frames) {
+    if (!f.armed || f.tail || f.site) continue;
+    auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
+    if (v && *v == p.trampoline.value()) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
+  }
+  report_unwound(t, frames, "longjmp", now, base_depth);
+}
+
 void Tracer::on_return(Thread& t, Registers& regs) {
   uint64_t now = monotonic_ns();
   auto r = t.stack.pop(regs.sp());
-  if (!r.abandoned.empty()) report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
+  if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
   FT_CHECK(r.found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
            regs.dump().c_str());
   report_returns(t, regs, r, now);
