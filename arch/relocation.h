@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ft::arch {
@@ -49,6 +50,21 @@ struct Relocation {
   std::string reason;                  // Kind::Refuse: why, in a few words ("call through register")
   std::string text;                    // disassembly of the displaced instruction, for -d logs
 };
+
+// Turn a partly filled Relocation (insn_length, text) into a refusal or an emulation.
+inline Relocation refuse(Relocation r, std::string reason) {
+  r.kind = Relocation::Kind::Refuse;
+  r.reason = std::move(reason);
+  r.emulation = {};
+  r.slot_code.clear();
+  return r;
+}
+
+inline Relocation emulate(Relocation r, Emulation e) {
+  r.kind = Relocation::Kind::Emulate;
+  r.emulation = e;
+  return r;
+}
 
 // Largest slot_code any relocation produces; SSOL slots are at least this big.
 inline constexpr size_t kMaxSlotCode = 64;

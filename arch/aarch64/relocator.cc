@@ -109,19 +109,6 @@ std::optional<unsigned> pick_scratch(std::initializer_list<uint32_t> written) {
   return std::nullopt;
 }
 
-Relocation refuse(Relocation r, std::string reason) {
-  r.kind = Relocation::Kind::Refuse;
-  r.reason = std::move(reason);
-  r.emulation = {};
-  r.slot_code.clear();
-  return r;
-}
-
-Relocation emulate(Relocation r, Emulation e) {
-  r.kind = Relocation::Kind::Emulate;
-  r.emulation = e;
-  return r;
-}
 
 // Fills text from Capstone; false when the word does not decode.
 bool disassemble(uint32_t word, uint64_t addr, std::string& text) {

@@ -254,19 +254,6 @@ std::optional<RipOperand> find_rip_operand(const cs_insn& insn, std::string& err
   return r;
 }
 
-Relocation refuse(Relocation r, std::string reason) {
-  r.kind = Relocation::Kind::Refuse;
-  r.reason = std::move(reason);
-  r.emulation = {};
-  r.slot_code.clear();
-  return r;
-}
-
-Relocation emulate(Relocation r, Emulation e) {
-  r.kind = Relocation::Kind::Emulate;
-  r.emulation = e;
-  return r;
-}
 
 Relocation out_of_line(Relocation r, std::vector<uint8_t> code) {
   r.kind = Relocation::Kind::OutOfLine;
