@@ -8,18 +8,22 @@ namespace ft {
 
 unsigned hooks_for(const std::string& name) {
   if (name == "_dl_debug_state") return kHookLinker;
+  // The unwinder's entry points also start unwinding from their own return address
+  // (uw_init_context reads it), so it must stay the real one.
   if (name == "_Unwind_RaiseException" || name == "_Unwind_Resume" || name == "_Unwind_Resume_or_Rethrow" ||
       name == "_Unwind_ForcedUnwind")
-    return kHookUnwindStart;
-  if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace;
+    return kHookUnwindStart | kHookKeepReturnAddress;
+  if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace | kHookKeepReturnAddress;
   if (name == "__cxa_begin_catch") return kHookCatch;
   // Functions whose return address must stay what the caller pushed. Those that
   // return twice: setjmp stores it in the jmp_buf, a vfork child returns through the
   // parent's stack, getcontext saves it. Those that look at it: the dl* functions
   // find the calling object from it (RTLD_NEXT, the namespace of dlopen's caller).
+  // libgcc's uw_init_context_1 starts the unwind from its own return address (it is
+  // visible in static binaries, which keep their symbol tables).
   static const char* const kKeep[] = {"setjmp",   "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
                                       "savectx",  "getcontext", "vfork", "__vfork",  "dlopen",
-                                      "dlmopen",  "dlsym",   "dlvsym"};
+                                      "dlmopen",  "dlsym",   "dlvsym",  "uw_init_context_1"};
   for (const char* n : kKeep)
     if (name == n) return kHookKeepReturnAddress;
   return kHookNone;

@@ -205,6 +205,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   p.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
+  std::vector<std::string> ifuncs;
   for (const ElfSymbol& sym : img->functions()) {
     if (is_fragment(sym.name)) continue;
     if (not_a_called_function(sym.name) || sym.value == img->entry()) {
@@ -222,14 +223,21 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
       // it picks is what the program calls, and it is not known here.
       if (in.any()) {
         ++stats_.refused;
-        log::warn("cannot trace {}: an IFUNC, its implementation is chosen at load time (calls through "
-                  "PLT stubs, {}@plt, can be traced)", dem, sym.name);
+        ifuncs.push_back(dem);
       }
       continue;
     }
     if (hooks == kHookLinker)
       if (const ElfSymbol* rd = img->find("_r_debug")) p.r_debug = RemoteAddr(rd->value + mod.bias);
     if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, in, hooks);
+  }
+  if (!ifuncs.empty()) {
+    std::string names;
+    for (size_t i = 0; i < ifuncs.size() && i < 5; ++i) names += (i ? ", " : "") + ifuncs[i];
+    if (ifuncs.size() > 5) names += ", ...";
+    log::warn("cannot trace {} IFUNC function{} of {} ({}): the implementation is chosen at load time; "
+              "calls through PLT stubs (NAME@plt) can be traced",
+              ifuncs.size(), ifuncs.size() == 1 ? "" : "s", mm.path, names);
   }
 }
 
