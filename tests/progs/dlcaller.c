@@ -5,7 +5,9 @@
  * loaded") and the program with it.
  *
  *   dlcaller */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
