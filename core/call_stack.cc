@@ -70,6 +70,23 @@ CallStack::Return CallStack::pop(uint64_t sp_after) {
   return r;
 }
 
+CallStack::Return CallStack::take(uint64_t sp_after) {
+  Return r;
+  uint64_t slot = sp_after - 8;
+  size_t idx = frames_.size();
+  while (idx > 0 && !(frames_[idx - 1].slot == slot && !frames_[idx - 1].site)) --idx;
+  if (idx == 0) return r;
+  r.found = true;
+  size_t end = idx;  // one past the topmost frame of the run
+  size_t begin = idx - 1;
+  while (frames_[begin].tail && begin > 0 && frames_[begin - 1].slot == slot) --begin;
+  for (size_t i = end; i > begin; --i) r.returned.push_back(frames_[i - 1]);
+  r.real_ret = frames_[begin].real_ret;
+  frames_.erase(frames_.begin() + static_cast<std::ptrdiff_t>(begin),
+                frames_.begin() + static_cast<std::ptrdiff_t>(end));
+  return r;
+}
+
 uint64_t CallStack::to_site(uint64_t slot, uint64_t trampoline, uint64_t ret_at_slot) {
   if (ret_at_slot != trampoline || frames_.empty() || frames_.back().slot != slot) return 0;
   uint64_t real = frames_.back().real_ret;

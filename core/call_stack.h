@@ -82,6 +82,9 @@ class CallStack {
   // topmost frame hijacking that slot returns (with its tail-call partners); frames
   // above it are reported abandoned.
   Return pop(uint64_t sp_after);
+  // Removes only the frames hijacking that slot (with tail partners), leaving the
+  // others: the return happened on another thread (a stack that moved threads).
+  Return take(uint64_t sp_after);
 
   // Slots to restore (slot, real return address) so an unwinder sees real addresses.
   std::vector<std::pair<uint64_t, uint64_t>> disarm();

@@ -208,6 +208,15 @@ void Tracer::on_return(Thread& t, Registers& regs) {
   uint64_t now = monotonic_ns();
   auto r = t.stack.pop(regs.sp());
   if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
+  if (!r.found) {
+    // A stack that moved between threads (a coroutine suspended on one thread and
+    // resumed on another): its frame is on the other thread's shadow stack.
+    for (auto& [tid, other] : t.process->threads) {
+      if (other.get() == &t) continue;
+      r = other->stack.take(regs.sp());
+      if (r.found) break;
+    }
+  }
   FT_CHECK(r.found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
            regs.dump().c_str());
   report_returns(t, regs, r, now);

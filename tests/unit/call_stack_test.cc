@@ -933,4 +933,22 @@ TEST(CallStack, CopyIsIndependent) {
 }
 
 }  // namespace
+TEST(CallStack, TakeRemovesOnlyTheMatchingRun) {
+  // A coroutine's frames (g, then h tail-called from g) recorded on this thread's
+  // stack under a live frame i: taking the slot of g removes g and h, keeps f and i.
+  CallStack s;
+  const uint64_t sg = kTop - (uint64_t{1} << 30);  // the coroutine's stack, far away
+  call(s, kTop, kRetMain, kF);
+  call(s, sg, kRetF, kG);
+  ASSERT_FALSE(s.push(sg, kTramp, kTramp, kH, 0).write_trampoline);  // tail call
+  call(s, kTop - 0x40, kRetOther, kI);
+  auto r = s.take(sg + 8);
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(fns(r.returned), (Fns{kH, kG}));
+  EXPECT_EQ(r.real_ret, kRetF);
+  EXPECT_TRUE(r.abandoned.empty());
+  EXPECT_EQ(fns(s.frames()), (Fns{kF, kI}));
+  EXPECT_FALSE(s.take(sg - 0x100 + 8).found);
+}
+
 }  // namespace ft
