@@ -105,7 +105,6 @@ class Process {
   bool silent = false;        // a child kept under control only until it execs (not reported)
   bool started = false;       // the first exec of a launched program has been seen
   bool release_pending = false;  // an unfollowed fork child: clean up and detach at its first stop
-  bool shares_memory = false;    // a followed vfork/CLONE_VM child: its memory is its parent's
   int fatal_signal = 0;       // the last fatal signal delivered, with its faulting address
   uint64_t fault_addr = 0;
   bool fault_addr_valid = false;

@@ -21,7 +21,6 @@ struct Registers {
   // entry (x86-64 SysV: rdi rsi rdx rcx r8 r9; beyond that 0).
   uint64_t arg(unsigned i) const;
   uint64_t ret() const;        // integer return value register
-  void set_link(uint64_t v);   // AArch64 x30; unused on x86-64
   // The syscall number register and "no syscall to restart" marker (orig_rax = -1).
   void set_no_restart();
   std::string dump() const;    // for internal-error messages

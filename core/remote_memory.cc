@@ -22,8 +22,6 @@ Status RemoteMemory::open() {
   return {};
 }
 
-Status RemoteMemory::reopen() { return open(); }
-
 void RemoteMemory::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

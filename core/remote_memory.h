@@ -3,7 +3,7 @@
 // where PTRACE_PEEKDATA would need one per 8 bytes. Writes through /proc/PID/mem use
 // FOLL_FORCE, so they reach read-only text and the r-x out-of-line area
 // (proc(5), /proc/pid/mem; mm/gup.c). The file is bound to the address space it was
-// opened on: after exec it must be reopened (reopen()).
+// opened on: after exec it must be opened again (open()).
 #pragma once
 
 #include <sys/types.h>
@@ -25,7 +25,6 @@ class RemoteMemory {
   RemoteMemory& operator=(const RemoteMemory&) = delete;
 
   Status open();
-  Status reopen();  // after exec
   void close();
 
   // Reads up to buf.size() bytes; returns how many could be read (a short read stops

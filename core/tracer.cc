@@ -52,11 +52,6 @@ Tracer::~Tracer() = default;
 
 uint64_t Tracer::elapsed_ns() const { return monotonic_ns() - start_ns_; }
 
-Process* Tracer::process_of(pid_t tid) {
-  Thread* t = thread_of(tid);
-  return t ? t->process : nullptr;
-}
-
 Thread* Tracer::thread_of(pid_t tid) {
   auto it = threads_.find(tid);
   return it == threads_.end() ? nullptr : it->second;
@@ -180,7 +175,7 @@ void Tracer::handle_status(pid_t tid, int status) {
 void Tracer::start_initial_thread(Thread& t) {
   Process& p = *t.process;
   if (p.release_pending) {
-    release_child(p, nullptr);
+    release_child(p);
     return;
   }
   resume(t);
@@ -191,7 +186,6 @@ void Tracer::handle_new_task(Thread& parent, int event) {
   if (!msg) return;
   pid_t new_tid = static_cast<pid_t>(*msg);
   Process& pp = *parent.process;
-  uint64_t now = monotonic_ns();
   bool is_thread = event == PTRACE_EVENT_CLONE && tgid_of(new_tid) == pp.pid();
   Thread* nt = nullptr;
   if (is_thread) {
@@ -200,7 +194,6 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     TraceRecord r;
     r.type = "thread";
     r.add("parent", static_cast<int64_t>(parent.tid));
-    (void)now;
     lifecycle(pp, nt, FT_EVENT_THREAD_CREATED, parent.tid, 0, nullptr, std::move(r), "+++ thread created +++");
   } else {
     bool shares_mm = event == PTRACE_EVENT_VFORK || same_address_space(parent.tid, new_tid);
@@ -235,7 +228,6 @@ void Tracer::handle_new_task(Thread& parent, int event) {
       // until it execs or exits, silently, so it never meets an int3 on its own.
       c.release_pending = !shares_mm;
     } else {
-      c.shares_memory = shares_mm;
       if (auto s = open_trace(c); !s) log::error("{}", s.error().message);
       write_modules(c);
       TraceRecord r;
@@ -254,8 +246,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
   }
 }
 
-void Tracer::release_child(Process& child, Thread* forking_thread) {
-  (void)forking_thread;
+void Tracer::release_child(Process& child) {
   for (const auto& [addr, bp] : child.breakpoints)
     (void)child.mem().write(bp.addr, {&bp.orig_byte, 1});
   for (const auto& [tid, t] : child.threads)
@@ -422,12 +413,12 @@ void Tracer::handle_sigtrap(Thread& t) {
   on_entry(t, *regs, it->second);
 }
 
-ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, unsigned depth) {
+ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth) {
   ft_ctx c;
   c.process = &p;
   c.thread = t;
   c.regs = regs;
-  c.now_ns = monotonic_ns();
+  c.now_ns = now;
   c.depth = depth;
   return c;
 }
@@ -442,8 +433,7 @@ void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, c
   for (size_t i = 0; i < n; ++i) {
     if (frames[i].inherited) continue;
     const FunctionInfo& fn = p.functions[frames[i].fn];
-    ft_ctx c = ctx(p, &t, nullptr, static_cast<unsigned>(base_depth - inherited_below + (n - 1 - i)));
-    c.now_ns = now;
+    ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + (n - 1 - i)));
     host_.unwound(c, fn, reason);
     ++stats_.unwound;
   }
@@ -451,7 +441,7 @@ void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, c
 
 void Tracer::lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
                        TraceRecord r, const std::string& line) {
-  ft_ctx c = ctx(p, t, nullptr);
+  ft_ctx c = ctx(p, t, nullptr, monotonic_ns());
   host_.record(c, r);
   if (!line.empty()) host_.print(c, line);
   ft_event ev{kind, value, address, text};

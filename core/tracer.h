@@ -75,11 +75,11 @@ class Tracer {
   void rescan_modules(Process& p, Thread& t, Registers& regs);
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
-             const PluginHost::Interest& in, unsigned hooks);
+             const std::string& demangled, const PluginHost::Interest& in, unsigned hooks);
   // A bare breakpoint at addr (or the one already there); nullptr if refused.
   Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);
-  Result<uint64_t> inject_syscall(Process& p, Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+  Result<uint64_t> inject_syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
                                   std::initializer_list<uint64_t> args);
   Result<Registers> run_to_trap(Thread& t, uint64_t expect_ip);
   Status settle_after_exec(Process& p, Thread& t, Registers& regs);
@@ -88,10 +88,10 @@ class Tracer {
   void disarm(Thread& t);
 
   // Releasing a child that is not followed.
-  void release_child(Process& child, Thread* forking_thread);
+  void release_child(Process& child);
 
   // Reporting.
-  ft_ctx ctx(Process& p, Thread* t, const Registers* regs, unsigned depth = 0);
+  ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0);
   void emit(Process& p, Thread* t, TraceRecord r);
   void lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
                  TraceRecord r, const std::string& line);
@@ -106,7 +106,6 @@ class Tracer {
   void write_modules(Process& p);
   void write_module(Process& p, const Module& m);
 
-  Process* process_of(pid_t tid);
   Thread* thread_of(pid_t tid);
 
   const Options& opts_;
@@ -115,7 +114,6 @@ class Tracer {
   std::unordered_map<pid_t, Thread*> threads_;
   std::map<pid_t, int> early_stops_;
   std::deque<std::pair<pid_t, int>> deferred_;  // statuses collected while waiting for one thread   // stops of new tasks seen before their creation event
-  std::map<pid_t, std::pair<Process*, bool>> expected_;  // new tid -> (parent process, is thread)
   pid_t main_pid_ = 0;
   int main_exit_ = 0;
   bool enabled_ = true;

@@ -20,9 +20,8 @@
 
 namespace ft {
 
-Result<uint64_t> Tracer::inject_syscall(Process& p, Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+Result<uint64_t> Tracer::inject_syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
                                         std::initializer_list<uint64_t> args) {
-  (void)p;
   Registers r = saved;
   r.raw.rax = static_cast<unsigned long long>(nr);
   unsigned long long* slots[] = {&r.raw.rdi, &r.raw.rsi, &r.raw.rdx, &r.raw.r10, &r.raw.r8, &r.raw.r9};
@@ -105,7 +104,7 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   } else {
     stub = p.areas.front()->syscall_stub();
   }
-  auto rc = inject_syscall(p, t, regs, stub, SYS_mmap,
+  auto rc = inject_syscall(t, regs, stub, SYS_mmap,
                            {hint, SsolArea::kSize, PROT_READ | PROT_EXEC,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, static_cast<uint64_t>(-1), 0});
   if (temp) (void)p.mem().write(stub, saved_code);
@@ -133,7 +132,7 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
 }
 
 Status Tracer::setup_address_space(Process& p, Thread& t, Registers& regs) {
-  if (auto s = p.mem().reopen(); !s) return s;
+  if (auto s = p.mem().open(); !s) return s;  // the old file was bound to the old image
   if (auto s = settle_after_exec(p, t, regs); !s) return s;
   auto maps = read_maps(p.pid());
   if (!maps) return maps.error();
@@ -229,7 +228,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     }
     if (hooks == kHookLinker)
       if (const ElfSymbol* rd = img->find("_r_debug")) p.r_debug = RemoteAddr(rd->value + mod.bias);
-    if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, in, hooks);
+    if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, dem, in, hooks);
   }
   if (!ifuncs.empty()) {
     std::string names;
@@ -242,11 +241,11 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
 }
 
 void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
-                   const PluginHost::Interest& in, unsigned hooks) {
+                   const std::string& demangled, const PluginHost::Interest& in, unsigned hooks) {
   auto add_function = [&](Breakpoint& bp) {
     FunctionInfo fi;
     fi.name = sym.name;
-    fi.demangled = demangle(sym.name);
+    fi.demangled = demangled;
     fi.module = m.map.path;
     fi.address = RemoteAddr(addr);
     fi.entry_mask = in.entry_mask;
@@ -287,7 +286,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
     }
     return;
   }
-  Breakpoint* bp = plant_raw(p, t, regs, addr, demangle(sym.name));
+  Breakpoint* bp = plant_raw(p, t, regs, addr, demangled);
   if (!bp) return;
   bp->hooks = hooks;
   bp->module = &m;

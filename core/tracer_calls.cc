@@ -76,6 +76,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       rearm(t, regs.sp());
     }
   }
+  Breakpoint* bp = &bp_ref;
   if (hooks & kHookLinker) {
     bool consistent = true;
     if (!p.r_debug.null()) {
@@ -83,8 +84,22 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       if (p.mem().read_exact(p.r_debug + kRDebugStateOffset, {reinterpret_cast<uint8_t*>(&state), 4}))
         consistent = static_cast<int>(state) == kRtConsistent;
     }
-    if (consistent) rescan_modules(p, t, regs);
+    if (consistent) {
+      rescan_modules(p, t, regs);
+      // Rescanning is the only step that removes breakpoints (a module went away);
+      // planting only adds, which leaves pointers into the table valid.
+      auto it = p.breakpoints.find(addr);
+      if (it == p.breakpoints.end()) {
+        regs.set_ip(addr);  // the instruction is back in place
+        (void)ptrace::set_regs(t.tid, regs);
+        resume(t);
+        return;
+      }
+      bp = &it->second;
+    }
   }
+  bool reported = bp->traced && enabled_ && !p.silent;
+
   if (hooks & kHookUnwindStart) disarm(t);
   if (hooks & kHookCatch) rearm(t, regs.sp());
   if (hooks & kHookBacktrace) {
@@ -97,10 +112,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       }
     }
   }
-  bool traced_here = false;
-  if (auto b = p.breakpoints.find(addr); b != p.breakpoints.end() && b->second.traced && enabled_ && !p.silent)
-    traced_here = p.functions[b->second.fn].return_mask != 0;
-  if ((hooks & kHookKeepReturnAddress) && !traced_here) {
+  if ((hooks & kHookKeepReturnAddress) && !(reported && p.functions[bp->fn].return_mask)) {
     // Not traced itself, but reached by a jump from hijacked frames (a traced
     // _setjmp@plt): it would save the trampoline as its return address. Hand those
     // frames over to a return-site breakpoint and put the real address back.
@@ -112,17 +124,9 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       }
   }
 
-  auto it = p.breakpoints.find(addr);  // rescanning may have changed the table
-  if (it == p.breakpoints.end()) {
-    // The module went away under us; the instruction is back in place.
-    regs.set_ip(addr);
-    (void)ptrace::set_regs(t.tid, regs);
-    resume(t);
-    return;
-  }
-  if (it->second.traced && enabled_ && !p.silent) {
-    const FunctionInfo& fn = p.functions[it->second.fn];
-    uint32_t fn_id = it->second.fn;
+  if (reported) {
+    uint32_t fn_id = bp->fn;
+    const FunctionInfo& fn = p.functions[fn_id];
     uint64_t now = monotonic_ns();
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
     if (fn.return_mask) {
@@ -152,16 +156,13 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         }
       }
     }
-    it = p.breakpoints.find(addr);  // planting a return site may have rehashed the table
-    ft_ctx c = ctx(p, &t, &regs, depth);
-    c.now_ns = now;
-    const FunctionInfo& f = p.functions[fn_id];
-    if (f.entry_mask) {
-      host_.call(c, f);
+    if (fn.entry_mask) {
+      ft_ctx c = ctx(p, &t, &regs, now, depth);
+      host_.call(c, fn);
       ++stats_.calls;
     }
   }
-  if (auto s = apply_relocation(p, it->second, regs); !s) {
+  if (auto s = apply_relocation(p, *bp, regs); !s) {
     // The emulated instruction touched memory the program cannot touch either (a
     // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
     log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr,
@@ -183,8 +184,7 @@ void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::R
   for (size_t i = 0; i < n; ++i) {
     if (r.returned[i].inherited) continue;
     const FunctionInfo& fn = p.functions[r.returned[i].fn];
-    ft_ctx c = ctx(p, &t, &regs, static_cast<unsigned>(base + (n - 1 - i)));
-    c.now_ns = now;
+    ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + (n - 1 - i)));
     host_.ret(c, fn);
     ++stats_.returns;
   }

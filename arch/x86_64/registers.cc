@@ -9,7 +9,6 @@ void Registers::set_ip(uint64_t v) { raw.rip = v; }
 uint64_t Registers::sp() const { return raw.rsp; }
 void Registers::set_sp(uint64_t v) { raw.rsp = v; }
 uint64_t Registers::ret() const { return raw.rax; }
-void Registers::set_link(uint64_t) {}
 void Registers::set_no_restart() { raw.orig_rax = static_cast<unsigned long long>(-1); }
 
 uint64_t Registers::arg(unsigned i) const {
