@@ -202,6 +202,7 @@ class Expectations:
         self.unwound = collections.defaultdict(dict)  # reason -> {name: count}
         self.per_thread = []  # (name, count, tids)
         self.follow_calls = collections.OrderedDict()  # counts over all processes (-f)
+        self.proc_calls = collections.OrderedDict()  # process label -> its own counts (-f)
 
     def names(self):
         return list(self.calls.keys())
@@ -227,6 +228,9 @@ def parse_expectations(stdout_text):
             exp.unwound[words[1]].update(_pairs(words[2:]))
         elif words[:2] == ["follow", "calls"]:
             exp.follow_calls.update(_pairs(words[2:]))
+        elif words[0] == "proc_calls" and len(words) >= 2:
+            exp.proc_calls.setdefault(words[1], collections.OrderedDict()).update(
+                _pairs(words[2:]))
         elif words[0] == "per_thread":
             d = _pairs(words[1:])
             tids = d.pop("tids")
@@ -353,7 +357,7 @@ REQUIRED_KEYS = {
     "return": ("function", "depth", "retval"),
     "unwound": ("function", "depth", "reason"),
 }
-UNWIND_REASONS = ("longjmp", "exception", "exit")
+UNWIND_REASONS = ("longjmp", "exception", "exit", "detach")
 
 
 class ThreadLog:
@@ -376,7 +380,9 @@ class Analysis:
         self.problems = []
         self.fragments = collections.Counter()
         self.pairs = []  # (call record, closing record)
-        self.addresses = collections.defaultdict(set)  # base name -> call addresses
+        # (pid, image, base name) -> call addresses; image counts the process's
+        # exec records, as an exec'd image may be mapped elsewhere (ASLR)
+        self.addresses = collections.defaultdict(set)
 
     def problem(self, msg):
         self.problems.append(msg)
@@ -401,6 +407,7 @@ def analyze(records):
     current = {}  # (pid, tid) -> ThreadLog
     last_seq = {}
     instances = collections.Counter()
+    images = collections.Counter()  # pid -> exec records so far
 
     def thread_for(key):
         t = current.get(key)
@@ -439,6 +446,8 @@ def analyze(records):
                 del current[key]
             thread_for(key)
             continue
+        if rtype == "exec":
+            images[pid] += 1
         if rtype not in ("call", "return", "unwound"):
             continue
         t = thread_for(key)
@@ -452,7 +461,7 @@ def analyze(records):
             t.calls[base] += 1
             addr = _as_int(rec.get("address"))
             if addr is not None:
-                a.addresses[base].add(addr)
+                a.addresses[(pid, images[pid], base)].add(addr)
             if depth is not None:
                 off = depth - len(t.stack)
                 if t.depth_offset is None:

@@ -13,10 +13,13 @@ lists) it checks:
   * the number of call records per function equals the program's own count,
     `unwound` records per reason and function equal what the program expects,
     and per-thread counts where the program states them;
+  * with -f and "proc_calls" lines: one trace file per process, holding exactly
+    that process's counts, with its parent's pid and its exec;
   * `calls --json` agrees;
   * `tree` works.
 For -O2 builds that keep their symbol table it also compares the program's
-counts with kernel uprobe counts (bpftrace), unless bpftrace is unusable
+counts (or its "follow calls", which count the children too) with kernel
+uprobe counts (bpftrace), unless bpftrace is unusable
 ("SKIP bpftrace"). Program-specific checks (tail jmps in the code, the crash
 report, fib's return values) are at the end.
 """
@@ -40,11 +43,15 @@ class Run:
 
 
 class Prog:
-    def __init__(self, patterns, runs=None, tail_jumps=None, no_uprobes=None):
+    def __init__(self, patterns, runs=None, tail_jumps=None, no_uprobes=None,
+                 uprobes_follow=False):
         self.patterns = patterns
         self.runs = runs or [Run()]
         # why kernel uprobe counts cannot be compared (None: they can)
         self.no_uprobes = no_uprobes
+        # uprobes count the calls of every process running the executable, the
+        # untraced children included: compare them with "follow calls"
+        self.uprobes_follow = uprobes_follow
         # function -> function it must reach with a tail jmp at -O2 ("*" = indirect jmp)
         self.tail_jumps = tail_jumps or {}
 
@@ -79,6 +86,10 @@ PROGRAMS = {
                                                "execve,sigaction,__sigaction,waitpid"),
                            Run(follow=True)],
                   no_uprobes="uprobes also count the untraced children's calls"),
+    # Processes that exec the program again (fork+exec, vfork+exec, posix_spawn),
+    # two and four levels deep; with -f, one trace file per process.
+    "execchain": Prog("xc_*", [Run(), Run(follow=True), Run(["1"]), Run(["4"], follow=True)],
+                      uprobes_follow=True),
     "unwinding": Prog("bt_*,pe_*"),
     "dlopen": Prog("dl_*,dll_*", [Run(["@PROGS@/dlopen_lib.so"])]),
     # dlsym and dlopen live in libc: uprobes on this binary cannot count them.
@@ -125,7 +136,7 @@ def check_tail_jumps(ck, binary, prog):
         print(f"objdump: tail jmps present in {', '.join(prog.tail_jumps)}")
 
 
-def compare_with_bpftrace(ck, binary, run_args, exp, names):
+def compare_with_bpftrace(ck, binary, run_args, want_calls, names):
     usable, why = h.bpftrace_usable()
     if not usable:
         print(f"SKIP bpftrace: {why}")
@@ -164,8 +175,8 @@ def compare_with_bpftrace(ck, binary, run_args, exp, names):
     mism = []
     for n in names:
         got = sum(counts.get(s, 0) for s in sym_of.get(n, []))
-        if got != exp.calls[n]:
-            mism.append(f"{n}: program says {exp.calls[n]}, uprobes counted {got}")
+        if got != want_calls[n]:
+            mism.append(f"{n}: program says {want_calls[n]}, uprobes counted {got}")
     if mism:
         ck.fail("bpftrace uprobe counts differ from the program's own counts:\n  " +
                 "\n  ".join(mism) + f"\n{res.describe(1500)}")
@@ -247,6 +258,82 @@ def check_lifecycle(ck, label, records, status, exp):
                  f"{label}: {len(created)} thread records for {tids} threads created")
         ck.check(created <= ended,
                  f"{label}: threads without thread_exit record: {sorted(created - ended)[:10]}")
+
+
+def check_per_process(ck, label, files, exp, traceable, binary):
+    """-f with "proc_calls LABEL ..." lines: one trace file per process, each
+    holding exactly the calls of one line (the program makes the counts of its
+    processes differ, so the counts tell which process a file is about). LABEL
+    is PARENT/NAME: the file's process record must name the parent's pid. A
+    process that exec'd the program has one exec record, the launched one none."""
+    want = exp.proc_calls
+    names = sorted({n for counts in want.values() for n in counts})
+    by_key = {}
+    for plabel, counts in want.items():
+        key = tuple(counts.get(n, 0) if n in traceable else 0 for n in names)
+        by_key.setdefault(key, []).append(plabel)
+    for key, plabels in by_key.items():
+        ck.check(len(plabels) == 1,
+                 f"{label}: processes {plabels} print the same counts; the program must "
+                 f"tell its processes apart")
+    ck.check(len(files) == len(want),
+             f"{label}: {len(want)} processes printed proc_calls lines, found {len(files)} "
+             f"trace files: {[os.path.basename(f) for f in files]}")
+
+    pid_of = {}  # process label -> pid
+    info = {}  # process label -> (file name, ppid, exec records)
+    for f in files:
+        fname = os.path.basename(f)
+        records = h.dump_records(ck, [f])
+        if records is None:
+            continue
+        headers = [r for r in records if r.get("type") == "header"]
+        pids = {r.get("pid") for r in records}
+        m = re.search(r"\.(\d+)\.trace$", fname)
+        if not ck.check(len(headers) == 1 and len(pids) == 1,
+                        f"{label}: {fname}: want one header and one pid, got "
+                        f"{len(headers)} header(s), pids {sorted(pids)}"):
+            continue
+        pid = headers[0].get("pid")
+        ck.check(m and int(m.group(1)) == pid,
+                 f"{label}: {fname}: file name does not carry the header's pid {pid}")
+        a = h.analyze(records)
+        h.report_problems(ck, a, f"{label} {fname}")
+        got = tuple(a.calls[n] for n in names)
+        plabels = by_key.get(got)
+        if not plabels:
+            ck.fail(f"{label}: {fname} (pid {pid}) holds calls that are no process's: "
+                    + " ".join(f"{n}={c}" for n, c in zip(names, got)) + "\n  processes:\n  "
+                    + "\n  ".join(f"{pl} " + " ".join(f"{n}={c.get(n, 0)}" for n in names)
+                                   for pl, c in want.items()))
+            continue
+        plabel = plabels[0]
+        if not ck.check(plabel not in pid_of,
+                        f"{label}: {fname} and the file of pid {pid_of.get(plabel)} both hold "
+                        f"the calls of process {plabel}"):
+            continue
+        pid_of[plabel] = pid
+        procs = [r for r in records if r.get("type") == "process"]
+        execs = [r for r in records if r.get("type") == "exec"]
+        info[plabel] = (fname, procs[0].get("ppid") if len(procs) == 1 else None, execs)
+        ck.check(len(procs) == 1, f"{label}: {fname}: want one process record, got {len(procs)}")
+
+    missing = [pl for pl in want if pl not in pid_of]
+    ck.check(not missing, f"{label}: no trace file holds the calls of process(es) {missing}")
+    real = os.path.realpath(binary)
+    for plabel, (fname, ppid, execs) in info.items():
+        parent = plabel.rpartition("/")[0]
+        if parent:
+            ck.check(parent in pid_of and ppid == pid_of[parent],
+                     f"{label}: {fname} (process {plabel}): parent pid {ppid}, want the pid "
+                     f"{pid_of.get(parent)} of {parent}")
+            ck.check(len(execs) == 1 and os.path.realpath(str(execs[0].get("exe"))) == real,
+                     f"{label}: {fname} (process {plabel}): want one exec record of {real}, "
+                     f"got {execs}")
+        else:
+            ck.check(not execs, f"{label}: {fname} (the launched process): exec records {execs}")
+    if not missing and len(files) == len(want):
+        print(f"per process: {len(files)} trace files, each with the calls of one process")
 
 
 def check_crash_report(ck, binary, run_args):
@@ -371,10 +458,11 @@ def check_run(ck, prog_name, variant, binary, prog, run, first):
             print(f"dump: call counts agree for {len(names)} functions"
                   f"{' (traceable: ' + ','.join(sorted(traceable)) + ')' if stripped else ''}")
 
-        for n in names:
-            if len(a.addresses.get(n, ())) > 1:
-                ck.fail(f"{label}: calls of {n} reported at several addresses "
-                        f"{[hex(x) for x in sorted(a.addresses[n])]}")
+        for (pid, image, n), addrs in sorted(a.addresses.items()):
+            if n in names and len(addrs) > 1:
+                ck.fail(f"{label}: calls of {n} in pid {pid}"
+                        f"{f' (after exec {image})' if image else ''} reported at several "
+                        f"addresses {[hex(x) for x in sorted(addrs)]}")
 
         # unwound records: exactly the ones the program expects, for its functions.
         # An expectation may accept several reasons ("exit|exception").
@@ -431,6 +519,9 @@ def check_run(ck, prog_name, variant, binary, prog, run, first):
             ck.check(any(n in tree.out for n in some),
                      f"{label}: tree report names none of {some}\n{tree.describe()}")
 
+        if run.follow and exp.proc_calls:
+            check_per_process(ck, label, tr.files, exp, traceable, binary)
+
         if prog_name == "recursion":
             check_fib_values(ck, a)
 
@@ -440,7 +531,11 @@ def check_run(ck, prog_name, variant, binary, prog, run, first):
         if prog.no_uprobes:
             print(f"SKIP bpftrace: {prog.no_uprobes}")
         else:
-            compare_with_bpftrace(ck, binary, run.args, exp, names)
+            want_calls = dict(exp.calls)
+            if prog.uprobes_follow:
+                want_calls.update(exp.follow_calls)
+                print("bpftrace: comparing with the counts over all processes (follow calls)")
+            compare_with_bpftrace(ck, binary, run.args, want_calls, names)
     if prog_name == "crash":
         check_crash_report(ck, binary, run.args)
     if stripped and first:

@@ -8,6 +8,14 @@
  *                                      (REASON: longjmp, exception, exit)
  *   per_thread NAME=N tids=T           T threads each called NAME exactly N times
  *   follow calls NAME=N ...            counts over all processes, when traced with -f
+ *   proc_calls LABEL NAME=N ...        one process's own counts, when traced with -f:
+ *                                      one line per process (the launched one included),
+ *                                      no two alike, so that the counts tell which trace
+ *                                      file is which process's. LABEL is PARENT/NAME
+ *                                      for a process that PARENT started by running
+ *                                      the program again (fork/vfork/posix_spawn and
+ *                                      exec); the launched process has a LABEL
+ *                                      without "/".
  *
  * Functions under test are marked TRACED so that -O2 keeps exactly one
  * out-of-line copy of each: no inlining, no clones (.isra/.constprop/.part),
