@@ -90,6 +90,11 @@ PROGRAMS = {
     # two and four levels deep; with -f, one trace file per process.
     "execchain": Prog("xc_*", [Run(), Run(follow=True), Run(["1"]), Run(["4"], follow=True)],
                       uprobes_follow=True),
+    # Calls from the program into a library, from there into another library and
+    # back; every library function is counted by the library itself.
+    # The second run names each function exactly (no glob) through -a @FILE.
+    "libchain": Prog("lc_*,lca_*,lcb_*", [Run(), Run(["2"], pattern_file=[
+        "lc_main", "lca_run", "lca_step", "lca_leaf", "lcb_mix", "lcb_fold", "lcb_apply"])]),
     "unwinding": Prog("bt_*,pe_*"),
     "dlopen": Prog("dl_*,dll_*", [Run(["@PROGS@/dlopen_lib.so"])]),
     # dlsym and dlopen live in libc: uprobes on this binary cannot count them.
