@@ -85,7 +85,7 @@ PROGRAMS = {
     "forks": Prog("fk_*", [Run(), Run(patterns="fk_*,fork,_Fork,system,posix_spawn*,__spawni*,"
                                                "execve,sigaction,__sigaction,waitpid"),
                            Run(follow=True)],
-                  no_uprobes="uprobes also count the untraced children's calls"),
+                  uprobes_follow=True),
     # Processes that exec the program again (fork+exec, vfork+exec, posix_spawn),
     # two and four levels deep; with -f, one trace file per process.
     "execchain": Prog("xc_*", [Run(), Run(follow=True), Run(["1"]), Run(["4"], follow=True)],
