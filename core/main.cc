@@ -91,19 +91,9 @@ int main(int argc, char** argv) {
       return 1;
     }
 
-  if (!opts.attach.empty()) {
-    for (pid_t pid : opts.attach)
-      if (::kill(pid, 0) != 0 && errno == ESRCH) {
-        ft::log::error("no such process: {}", pid);
-        return 1;
-      }
-    ft::log::error("attaching to a running process (-p {}) is not available in this build", opts.attach[0]);
-    return 1;
-  }
-
   install_signal_handlers();
   ft::Tracer tracer(opts, host);
-  auto rc = tracer.run_launch();
+  auto rc = opts.attach.empty() ? tracer.run_launch() : tracer.run_attach(opts.attach);
   if (!rc) {
     ft::log::error("{}", rc.error().message);
     return 1;

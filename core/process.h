@@ -81,6 +81,10 @@ struct Thread {
   CallStack stack;
   bool awaiting_initial_stop = false;  // new thread: its first stop is ours, not the program's
   int held_signal = 0;                 // a signal to deliver at the next resume
+  // Attaching and detaching: the thread is in a ptrace-stop functracer has not resumed
+  // yet (stopped), possibly a group-stop (the program was stopped by SIGSTOP & co.).
+  bool stopped = false;
+  bool group_stop = false;
   // Where _Unwind_Backtrace returns to (ip, sp after the return): rearm there.
   uint64_t rearm_ip = 0, rearm_sp = 0;
 };
@@ -109,6 +113,11 @@ class Process {
   uint64_t fault_addr = 0;
   bool fault_addr_valid = false;
   int exit_code = -1;         // set once it exited
+  bool attached = false;      // running before functracer came (-p): it is detached, not killed
+  // Where functracer may write temporary code while every thread is stopped (the
+  // first out-of-line area is mapped by a system call injected there); null: at the
+  // stopped thread's own ip.
+  RemoteAddr scratch;
 
   Thread* add_thread(pid_t tid) {
     auto t = std::make_unique<Thread>();

@@ -59,6 +59,10 @@ Thread* Tracer::thread_of(pid_t tid) {
 
 void Tracer::loop() {
   while (!processes_.empty()) {
+    if (attach_mode_ && take_stop_request()) {
+      detach_all();
+      break;
+    }
     if (g_toggle.exchange(false)) {
       enabled_ = !enabled_;
       log::info("tracing {}", enabled_ ? "enabled" : "disabled");
@@ -103,7 +107,30 @@ pid_t Tracer::wait_any(int* status) {
       now = monotonic_ns();
     } while (now < until);
   }
-  pid_t tid = ::waitpid(-1, status, __WALL);
+  // Sleeping: until a traced thread changes state or functracer gets a signal that
+  // asks for something (detach, toggle). The signals are blocked while the requests
+  // are checked, so one arriving just before the sleep still ends it.
+  sigset_t wake, old;
+  sigemptyset(&wake);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) sigaddset(&wake, sig);
+  sigprocmask(SIG_BLOCK, &wake, &old);
+  pid_t tid;
+  for (;;) {
+    if (g_toggle.load() || (attach_mode_ && stop_requested())) {
+      errno = EINTR;
+      tid = -1;
+      break;
+    }
+    tid = ::waitpid(-1, status, __WALL | WNOHANG);
+    if (tid != 0) break;
+    siginfo_t si{};
+    int sig = sigwaitinfo(&wake, &si);
+    if (sig == SIGUSR1) request_toggle();
+    else if (sig > 0 && sig != SIGCHLD) request_stop(sig, si.si_code <= 0 && si.si_pid != 0);
+  }
+  int saved_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  errno = saved_errno;
   last_wait_ns_ = monotonic_ns() - start;
   return tid;
 }
@@ -178,6 +205,10 @@ void Tracer::start_initial_thread(Thread& t) {
     release_child(p);
     return;
   }
+  if (detaching_) {
+    t.stopped = true;  // let go of with the others
+    return;
+  }
   resume(t);
 }
 
@@ -247,11 +278,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
 }
 
 void Tracer::release_child(Process& child) {
-  for (const auto& [addr, bp] : child.breakpoints)
-    (void)child.mem().write(bp.addr, {&bp.orig_byte, 1});
-  for (const auto& [tid, t] : child.threads)
-    for (const auto& f : t->stack.frames())
-      if (f.armed && !f.tail) (void)child.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
+  remove_instrumentation(child);
   for (const auto& [tid, t] : child.threads) {
     (void)ptrace::detach(tid, t->held_signal);
     threads_.erase(tid);
@@ -260,20 +287,33 @@ void Tracer::release_child(Process& child) {
   processes_.erase(child.pid());
 }
 
-void Tracer::handle_exec(Thread& t) {
+void Tracer::forget_image(Thread& t) {
   Process& p = *t.process;
+  uint64_t now = monotonic_ns();
   // Every other thread of the process is gone (execve(2): "all threads other than the
   // calling thread are destroyed"); the exec'ing thread now has the process id.
   for (auto it = p.threads.begin(); it != p.threads.end();) {
     if (it->first != t.tid) {
-      if (!it->second->stack.empty())
-        report_unwound(*it->second, it->second->stack.take_all(), "exit", monotonic_ns(), 0);
+      if (!it->second->stack.empty()) report_unwound(*it->second, it->second->stack.take_all(), "exit", now, 0);
       threads_.erase(it->first);
       it = p.threads.erase(it);
     } else {
       ++it;
     }
   }
+  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
+  // The old image's breakpoints and areas went with it.
+  p.modules.clear();
+  p.breakpoints.clear();
+  p.areas.clear();
+  p.trampoline = RemoteAddr();
+  p.r_debug = RemoteAddr();
+  p.scratch = RemoteAddr();
+}
+
+void Tracer::handle_exec(Thread& t) {
+  Process& p = *t.process;
+  forget_image(t);
   if (p.silent) {
     // A vfork child that was not followed: the new image has none of our breakpoints.
     pid_t pid = p.pid();
@@ -287,17 +327,10 @@ void Tracer::handle_exec(Thread& t) {
     resume(t);
     return;
   }
-  uint64_t now = monotonic_ns();
-  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
   bool first = !p.started;
   p.started = true;
   p.exe = read_link("/proc/" + std::to_string(p.pid()) + "/exe");
   p.cmdline = read_cmdline(p.pid());
-  p.modules.clear();
-  p.breakpoints.clear();
-  p.areas.clear();
-  p.trampoline = RemoteAddr();
-  p.r_debug = RemoteAddr();
   if (first) {
     if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
     TraceRecord r;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/options.h"
 #include "core/plugin_host.h"
@@ -43,6 +44,9 @@ class Tracer {
 
   // Runs the program to completion; returns functracer's exit status.
   Result<int> run_launch();
+  // Attaches to running processes (-p), traces them until they exit or functracer is
+  // asked to stop, then detaches; returns 0 (see tracer_attach.cc).
+  Result<int> run_attach(const std::vector<pid_t>& pids);
 
   const TracerStats& stats() const { return stats_; }
   uint64_t elapsed_ns() const;
@@ -53,6 +57,8 @@ class Tracer {
   // program it launches.
   static void save_disposition(int sig);
   static void request_stop(int sig, bool from_user);
+  static bool take_stop_request();
+  static bool stop_requested();
 
  private:
   Result<pid_t> spawn();
@@ -61,6 +67,8 @@ class Tracer {
   void handle_status(pid_t tid, int status);
   void handle_new_task(Thread& parent, int event);
   void handle_exec(Thread& t);
+  // exec: the other threads and the old image's modules, breakpoints and areas are gone.
+  void forget_image(Thread& t);
   void handle_sigtrap(Thread& t);
   void handle_signal(Thread& t, int sig);
   void on_entry(Thread& t, Registers& regs, Breakpoint& bp);
@@ -72,6 +80,8 @@ class Tracer {
 
   // Address space.
   Status setup_address_space(Process& p, Thread& t, Registers& regs);
+  // Reads every module in maps (the executable first) and plants its breakpoints.
+  Status load_modules(Process& p, Thread& t, Registers& regs, const std::vector<MapsEntry>& maps);
   void rescan_modules(Process& p, Thread& t, Registers& regs);
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
@@ -89,6 +99,20 @@ class Tracer {
 
   // Releasing a child that is not followed.
   void release_child(Process& child);
+
+  // Attaching and detaching (tracer_attach.cc).
+  Status attach(pid_t pid);
+  Status seize_threads(Process& p);
+  Status stop_thread(Thread& t);
+  Status setup_attached(Process& p);
+  void detach_all();
+  void collect_for_detach(pid_t tid, int status);
+  // Takes every breakpoint byte and hijacked return address out of the process.
+  void remove_instrumentation(Process& p);
+  void detach_process(Process& p);
+  // The trampoline was reached: pops the frame, reports the return and points regs at
+  // the real return address. False when no frame answers for it.
+  bool finish_return(Thread& t, Registers& regs);
 
   // Reporting.
   ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0);
@@ -112,11 +136,13 @@ class Tracer {
   PluginHost& host_;
   std::map<pid_t, std::unique_ptr<Process>> processes_;
   std::unordered_map<pid_t, Thread*> threads_;
-  std::map<pid_t, int> early_stops_;
-  std::deque<std::pair<pid_t, int>> deferred_;  // statuses collected while waiting for one thread   // stops of new tasks seen before their creation event
+  std::map<pid_t, int> early_stops_;  // stops of new tasks seen before their creation event
+  std::deque<std::pair<pid_t, int>> deferred_;  // statuses collected while waiting for one thread
   pid_t main_pid_ = 0;
   int main_exit_ = 0;
   bool enabled_ = true;
+  bool attach_mode_ = false;  // -p: functracer's SIGINT/SIGTERM detach instead of being passed on
+  bool detaching_ = false;    // stopping every thread to let go of them
   uint64_t start_ns_ = 0;
   static constexpr uint64_t kSpinNs = 100'000;  // polling window of wait_any
   uint64_t spin_ns_ = 0;

@@ -92,14 +92,14 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
     return nullptr;
   }
   // The first area is mapped with a temporary `syscall; int3` written at the thread's
-  // ip. That only happens while no other thread can run there (right after exec, or
-  // with every thread stopped).
+  // ip or the process's scratch address. That only happens while no other thread can
+  // run there (right after exec, or with every thread stopped at attach).
   RemoteAddr stub;
   uint8_t saved_code[3] = {};
   bool temp = p.areas.empty();
   static constexpr uint8_t kStub[3] = {0x0f, 0x05, 0xcc};  // syscall; int3
   if (temp) {
-    stub = RemoteAddr(regs.ip());
+    stub = p.scratch.null() ? RemoteAddr(regs.ip()) : p.scratch;
     if (!p.mem().read_exact(stub, saved_code) || !p.mem().write(stub, kStub)) return nullptr;
   } else {
     stub = p.areas.front()->syscall_stub();
@@ -136,7 +136,11 @@ Status Tracer::setup_address_space(Process& p, Thread& t, Registers& regs) {
   if (auto s = settle_after_exec(p, t, regs); !s) return s;
   auto maps = read_maps(p.pid());
   if (!maps) return maps.error();
-  auto mods = modules_from_maps(*maps);
+  return load_modules(p, t, regs, *maps);
+}
+
+Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::vector<MapsEntry>& maps) {
+  auto mods = modules_from_maps(maps);
   const MappedModule* main = nullptr;
   for (const auto& m : mods)
     if (m.path == p.exe) main = &m;

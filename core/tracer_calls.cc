@@ -204,7 +204,7 @@ void Tracer::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t
   report_unwound(t, frames, "longjmp", now, base_depth);
 }
 
-void Tracer::on_return(Thread& t, Registers& regs) {
+bool Tracer::finish_return(Thread& t, Registers& regs) {
   uint64_t now = monotonic_ns();
   auto r = t.stack.pop(regs.sp());
   if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
@@ -217,10 +217,16 @@ void Tracer::on_return(Thread& t, Registers& regs) {
       if (r.found) break;
     }
   }
-  FT_CHECK(r.found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
-           regs.dump().c_str());
+  if (!r.found) return false;
   report_returns(t, regs, r, now);
   regs.set_ip(r.real_ret);
+  return true;
+}
+
+void Tracer::on_return(Thread& t, Registers& regs) {
+  bool found = finish_return(t, regs);
+  FT_CHECK(found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
+           regs.dump().c_str());
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
 }

@@ -23,6 +23,7 @@ namespace ft {
 namespace {
 
 std::atomic<pid_t> g_forward_pid{0};
+std::atomic<bool> g_stop_requested{false};
 
 struct SavedDisposition {
   int sig;
@@ -41,9 +42,17 @@ void Tracer::request_stop(int sig, bool from_user) {
   // Launch mode: a signal sent to functracer by a process is passed on to the program,
   // which would have received it without functracer. A terminal's SIGINT already
   // reached the whole foreground process group, program included.
+  // Attach mode: the signal is for functracer, which detaches.
   pid_t p = g_forward_pid.load();
-  if (from_user && p > 0) ::kill(p, sig);
+  if (p > 0) {
+    if (from_user) ::kill(p, sig);
+    return;
+  }
+  g_stop_requested = true;
 }
+
+bool Tracer::take_stop_request() { return g_stop_requested.exchange(false); }
+bool Tracer::stop_requested() { return g_stop_requested.load(); }
 
 Result<pid_t> Tracer::spawn() {
   const std::string& prog = opts_.command[0];

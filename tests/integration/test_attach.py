@@ -1,12 +1,27 @@
 #!/usr/bin/env python3
 """Attach mode (design §4): functracer -p PID seizes every thread of a running
 program, and SIGINT or SIGTERM to functracer detaches cleanly: functracer exits
-0, and the program runs on unharmed, although traced frames (with replaced
+0 and the program runs on unharmed, although traced frames (with replaced
 return addresses) are on all of its stacks at attach and at detach time.
 
-usage: test_attach.py ATTACH_TARGET_EXECUTABLE"""
+usage: test_attach.py ATTACH_TARGET_EXECUTABLE
+
+  * busy: a 4-thread program that calls traced functions and allocates (malloc
+    and free are traced too, so functracer is interrupted in the middle of
+    heavy tracing) is attached to and detached from three times in a row; it
+    finishes with its own checks passed and exit 0, and each trace is complete
+    (every call closed, a detach record at the end, calls on all 4 threads);
+  * blocked: a program blocked in read(2) is attached to (the system call is
+    restarted, not failed); the lines it reads while traced are counted
+    exactly, and it goes on reading after the detach;
+  * errors: an unknown pid, a process already being traced, and (as an
+    unprivileged user) a process of another user are each one clear line and
+    exit status 1, and the process is left as it was.
+"""
 
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,90 +30,236 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
 
-ITERATIONS = 1500  # about 3 s untraced
+BUSY_ITERATIONS = 12000   # about 12 s untraced: outlives three rounds
 TRACE_SECONDS = 1.0
+ROUNDS = (signal.SIGINT, signal.SIGTERM, signal.SIGINT)
+DETACH_TIMEOUT = 60
 
 
-def attach_once(ck, binary, sig, tmp):
-    label = f"attach, detach with {signal.Signals(sig).name}"
-    print(f"=== {label}")
-    target = subprocess.Popen([binary, str(ITERATIONS)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, preexec_fn=h._child_setup)
+def popen(cmd, stdin=None):
+    return subprocess.Popen([str(c) for c in cmd], stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=h._child_setup)
+
+
+def trace_files(outdir):
+    if not os.path.isdir(outdir):
+        return []
+    return [os.path.join(outdir, f) for f in sorted(os.listdir(outdir)) if f.endswith(".trace")]
+
+
+def wait_attached(outdir, timeout=30):
+    """Waits until functracer wrote the module map: attaching is done."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for f in trace_files(outdir):
+            with open(f, "rb") as fh:
+                if b" module " in fh.read():
+                    return True
+        time.sleep(0.05)
+    return False
+
+
+def detach(ck, label, tracer, sig, cmd):
+    """Sends sig to functracer; True when it exited 0 in time."""
+    sent = time.monotonic()
+    tracer.send_signal(sig)
+    try:
+        _, terr = tracer.communicate(timeout=DETACH_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        _, terr = tracer.communicate()
+        ck.fail(f"{label}: functracer did not detach within {DETACH_TIMEOUT} s of the signal\n"
+                f"command: {h.fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
+        return False
+    print(f"{label}: functracer exited {tracer.returncode} {time.monotonic() - sent:.2f}s after "
+          f"{signal.Signals(sig).name}; stderr: {terr.decode().strip()[:300]!r}")
+    return ck.check_eq(tracer.returncode, 0, f"{label}: functracer exit status after detach\n"
+                       f"command: {h.fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
+
+
+def check_trace(ck, label, outdir, pid):
+    files = trace_files(outdir)
+    if not ck.check(len(files) == 1, f"{label}: want one trace file, found {files}"):
+        return None
+    records = h.dump_records(ck, files)
+    if records is None:
+        return None
+    a = h.analyze(records)
+    h.report_problems(ck, a, label)
+    types = [r.get("type") for r in records]
+    ck.check(types and types[-1] == "detach", f"{label}: the trace does not end with a detach "
+             f"record: ...{types[-3:]}")
+    procs = [r for r in records if r.get("type") == "process"]
+    ck.check(procs and procs[0].get("pid") == pid,
+             f"{label}: no process record for pid {pid}: {procs[:1]}")
+    return a
+
+
+def busy(ck, binary, tmp):
+    print("=== busy 4-thread program, attached and detached three times")
+    target = popen([binary, BUSY_ITERATIONS])
     try:
         line = target.stdout.readline().decode().strip()
-        if not ck.check(line == "ready", f"{label}: target did not start: {line!r}"):
+        if not ck.check(line == "ready", f"busy: target did not start: {line!r}"):
             return
-        outdir = os.path.join(tmp, f"attach-{sig}")
-        cmd = [h.functracer(), "-e", "calltrace", "-a", "at_*", "-o", outdir,
-               "-p", str(target.pid)]
-        tracer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  preexec_fn=h._child_setup)
-        time.sleep(TRACE_SECONDS)
-        if tracer.poll() is not None or target.poll() is not None:
-            if tracer.poll() is None:
-                tracer.kill()
-            _, terr = tracer.communicate()
-            ck.fail(f"{label}: tracer or target ended early (tracer {tracer.returncode}, "
-                    f"target {target.poll()})\ncommand: {h.fmt_cmd(cmd)}\n"
-                    f"functracer stderr: {terr.decode()[-2000:]}")
-            return
-        sent = time.monotonic()
-        tracer.send_signal(sig)
+        for i, sig in enumerate(ROUNDS):
+            label = f"busy, round {i + 1} ({signal.Signals(sig).name})"
+            outdir = os.path.join(tmp, f"busy-{i}")
+            cmd = [h.functracer(), "-e", "calltrace", "-a", "at_*,malloc,free", "-o", outdir,
+                   "-p", target.pid]
+            tracer = popen(cmd)
+            attached = wait_attached(outdir)
+            time.sleep(TRACE_SECONDS)
+            if not attached or tracer.poll() is not None or target.poll() is not None:
+                if tracer.poll() is None:
+                    tracer.kill()
+                _, terr = tracer.communicate()
+                ck.fail(f"{label}: not attached, or tracer or target ended early (tracer "
+                        f"{tracer.returncode}, target {target.poll()})\ncommand: {h.fmt_cmd(cmd)}\n"
+                        f"functracer stderr: {terr.decode()[-2000:]}")
+                return
+            if not detach(ck, label, tracer, sig, cmd):
+                return
+            time.sleep(0.2)
+            if not ck.check(target.poll() is None, f"{label}: target ended at detach "
+                            f"(status {target.returncode})"):
+                return
+            a = check_trace(ck, label, outdir, target.pid)
+            if a is None:
+                continue
+            tids = {t.tid for t in a.threads if t.calls["at_work"]}
+            print(f"{label}: {a.calls['at_work']} calls of at_work on {len(tids)} threads, "
+                  f"{a.calls['malloc']} of malloc, {a.calls['free']} of free")
+            ck.check(a.calls["at_work"] > 0, f"{label}: no call of at_work traced")
+            ck.check(len(tids) == 4, f"{label}: calls traced on {len(tids)} threads, want all 4")
+            ck.check(a.calls["malloc"] > 0 and a.calls["free"] > 0,
+                     f"{label}: malloc and free (in libc) not traced")
         try:
-            tout, terr = tracer.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            tracer.kill()
-            tout, terr = tracer.communicate()
-            ck.fail(f"{label}: functracer did not detach within 60 s of the signal\n"
-                    f"command: {h.fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
-            return
-        print(f"functracer exited {tracer.returncode} {time.monotonic() - sent:.2f}s after "
-              f"the signal; stderr: {terr.decode().strip()[:500]!r}")
-        ck.check_eq(tracer.returncode, 0, f"{label}: functracer exit status after detach\n"
-                    f"command: {h.fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
-        ck.check(target.poll() is None or target.returncode == 0,
-                 f"{label}: target died at detach (status {target.returncode})")
-        try:
-            out, err = target.communicate(timeout=120)
+            out, err = target.communicate(timeout=300)
         except subprocess.TimeoutExpired:
             target.kill()
             out, err = target.communicate()
-            ck.fail(f"{label}: target did not finish after detach (stopped?)")
+            ck.fail("busy: target did not finish after the detaches (stopped?)")
             return
         status = target.returncode if target.returncode >= 0 else 128 - target.returncode
-        ck.check_eq(status, 0, f"{label}: target exit status after detach\n"
-                    f"stdout: {out.decode()}\nstderr: {err.decode()}")
-        ck.check(f"done iterations={ITERATIONS}" in out.decode(),
-                 f"{label}: target did not finish its work: {out.decode()!r} {err.decode()!r}")
-
-        files = [os.path.join(outdir, f) for f in sorted(os.listdir(outdir))
-                 if f.endswith(".trace")] if os.path.isdir(outdir) else []
-        if not ck.check(len(files) == 1, f"{label}: want one trace file, found {files}"):
-            return
-        records = h.dump_records(ck, files)
-        if records is None:
-            return
-        a = h.analyze(records)
-        h.report_problems(ck, a, label)
-        tids = {t.tid for t in a.threads if t.calls["at_work"]}
-        print(f"trace: {a.calls['at_work']} calls of at_work on {len(tids)} threads, "
-              f"{dict(a.types)}")
-        ck.check(a.calls["at_work"] > 0, f"{label}: no call of at_work traced in "
-                 f"{TRACE_SECONDS} s")
-        ck.check(len(tids) == 3, f"{label}: calls traced on {len(tids)} threads, want all 3")
+        ck.check_eq(status, 0, f"busy: target exit status\nstdout: {out.decode()}\n"
+                    f"stderr: {err.decode()}")
+        ck.check(f"done iterations={BUSY_ITERATIONS} threads=4" in out.decode(),
+                 f"busy: target did not finish its work: {out.decode()!r} {err.decode()!r}")
     finally:
-        for p in (target,):
-            if p.poll() is None:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+
+
+def line_hash(s):
+    v = 5381
+    for b in s.encode():
+        v = (v * 33 + b) & 0xFFFFFFFFFFFFFFFF
+    return v
+
+
+def blocked(ck, binary, tmp):
+    print("=== program blocked in read(2)")
+    target = popen([binary, "read"], stdin=subprocess.PIPE)
+    outdir = os.path.join(tmp, "blocked")
+    cmd = [h.functracer(), "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", target.pid]
+    tracer = None
+    try:
+        line = target.stdout.readline().decode().strip()
+        if not ck.check(line == "ready", f"blocked: target did not start: {line!r}"):
+            return
+        time.sleep(0.2)  # in read() by now
+        tracer = popen(cmd)
+        if not ck.check(wait_attached(outdir), "blocked: functracer did not attach"):
+            return
+        time.sleep(0.3)
+        lines = [f"line {i}" for i in range(5)] + [f"after {i}" for i in range(3)]
+        got = []
+        for s in lines[:5]:
+            target.stdin.write((s + "\n").encode())
+            target.stdin.flush()
+            got.append(target.stdout.readline().decode().rstrip("\n"))
+        if not detach(ck, "blocked", tracer, signal.SIGINT, cmd):
+            return
+        rest = "".join(s + "\n" for s in lines[5:]).encode()
+        out, err = target.communicate(input=rest, timeout=60)
+        got += out.decode().splitlines()
+        want = [f"{s} {line_hash(s)}" for s in lines] + [f"done lines={len(lines)}"]
+        ck.check_eq(got, want, f"blocked: program output (stderr {err.decode()!r})")
+        ck.check_eq(target.returncode, 0, "blocked: target exit status")
+        a = check_trace(ck, "blocked", outdir, target.pid)
+        if a is not None:
+            ck.check_eq(a.calls["at_line"], 5, "blocked: at_line calls traced while attached")
+    finally:
+        for p in (tracer, target):
+            if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def errors(ck, binary, tmp):
+    print("=== attach errors")
+    out = os.path.join(tmp, "errors")
+    # A process already traced: by another functracer.
+    first = popen([h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "-o", out + "-1",
+                   binary, "read"], stdin=subprocess.PIPE)
+    try:
+        line = first.stdout.readline().decode().strip()
+        if ck.check(line == "ready", f"already traced: target did not start: {line!r}"):
+            kids = subprocess.run(["pgrep", "-P", str(first.pid)], capture_output=True, text=True)
+            pids = [int(x) for x in kids.stdout.split()]
+            if ck.check(len(pids) == 1, f"already traced: no child of functracer: {kids.stdout!r}"):
+                res = h.run([h.functracer(), "-e", "calltrace", "-o", out + "-2", "-p", pids[0]])
+                ck.check_eq(res.status, 1, f"already traced: exit status\n{res.describe()}")
+                ck.check(str(pids[0]) in res.err and "already traced" in res.err
+                         and len(res.err.strip().splitlines()) == 1,
+                         f"already traced: want one line naming the pid\n{res.describe()}")
+            fout, _ = first.communicate(input=b"x\n", timeout=60)
+            ck.check(fout.decode().endswith(f"x {line_hash('x')}\ndone lines=1\n"),
+                     f"already traced: the target was disturbed: {fout.decode()!r}")
+            ck.check_eq(first.returncode, 0, "already traced: the traced program's status")
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+    # Another user's process.
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv:
+        nobody = pwd.getpwnam("nobody")
+        victim = popen([binary, "read"], stdin=subprocess.PIPE)
+        try:
+            victim.stdout.readline()
+            res = h.run([setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
+                         "--clear-groups", h.functracer(), "-e", "calltrace", "-p", victim.pid])
+            ck.check_eq(res.status, 1, f"permission: exit status\n{res.describe()}")
+            ck.check(str(victim.pid) in res.err and "permission denied" in res.err
+                     and len(res.err.strip().splitlines()) == 1,
+                     f"permission: want one 'permission denied' line naming the pid\n{res.describe()}")
+            vout, _ = victim.communicate(input=b"y\n", timeout=60)
+            ck.check(vout.decode().endswith(f"y {line_hash('y')}\ndone lines=1\n"),
+                     f"permission: the target was disturbed: {vout.decode()!r}")
+        finally:
+            if victim.poll() is None:
+                victim.kill()
+                victim.wait()
+    elif os.geteuid() != 0:
+        res = h.run([h.functracer(), "-e", "calltrace", "-p", "1"])
+        ck.check_eq(res.status, 1, f"permission: exit status\n{res.describe()}")
+        ck.check("1" in res.err and "permission denied" in res.err,
+                 f"permission: want a 'permission denied' line naming the pid\n{res.describe()}")
+    else:
+        print("SKIP permission: no setpriv")
 
 
 def main():
     binary = os.path.abspath(sys.argv[1])
     ck = h.Checker("attach")
     with h.TempDir() as tmp:
-        attach_once(ck, binary, signal.SIGINT, tmp)
-        attach_once(ck, binary, signal.SIGTERM, tmp)
+        busy(ck, binary, tmp)
+        blocked(ck, binary, tmp)
+        errors(ck, binary, tmp)
     ck.finish()
 
 

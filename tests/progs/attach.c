@@ -1,18 +1,27 @@
-/* A target for attach mode (functracer -p PID). Three threads loop calling
- * at_level1 -> at_level2 -> at_work; at_level2 sleeps 2 ms between calling
- * at_work and returning, so whenever the tracer attaches or detaches, traced
- * frames are on every stack (with their return addresses possibly replaced).
- * Prints "ready" when the threads are running, checks every result, prints
- * "done ..." and exits 0. Run time is about ITERATIONS * 2 ms.
+/* A target for attach mode (functracer -p PID).
  *
- *   attach [ITERATIONS]     default 1500
+ *   attach [ITERATIONS]   Four threads loop calling at_level1 -> at_level2 ->
+ *                         at_work; at_level2 also allocates, fills and checks a
+ *                         buffer, and sleeps 1 ms between calling at_work and
+ *                         returning, so whenever the tracer attaches or detaches
+ *                         traced frames are on every stack (with their return
+ *                         addresses possibly replaced). Every result is checked.
+ *                         Prints "ready" once the threads run and "done ..." at
+ *                         the end (exit 0). Run time is about ITERATIONS ms.
+ *   attach read           Blocks in read(2) on stdin; every line read is passed
+ *                         to at_line, whose result is printed. Prints "ready"
+ *                         first and "done lines=N" at end of input.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tracee.h"
+
+#define THREADS 4
 
 static int iterations = 1500;
 static volatile long sink;
@@ -21,7 +30,17 @@ TRACED long at_work(long x) { return x * 5 + 3; }
 
 TRACED long at_level2(long x) {
   long r = at_work(x);
-  struct timespec ts = {0, 2 * 1000 * 1000};
+  size_t n = 16 + (size_t)(x % 200);
+  unsigned char* buf = malloc(n);
+  CHECK(buf != NULL);
+  for (size_t i = 0; i < n; ++i) buf[i] = (unsigned char)(x + i);
+  unsigned long sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += buf[i];
+  unsigned long want = 0;
+  for (size_t i = 0; i < n; ++i) want += (unsigned char)(x + i);
+  CHECK(sum == want);
+  free(buf);
+  struct timespec ts = {0, 1000 * 1000};
   nanosleep(&ts, NULL);
   sink = r;
   return r + 1;
@@ -43,20 +62,52 @@ static void* loop(void* arg) {
   return (void*)bad;
 }
 
+TRACED unsigned long at_line(const char* line, size_t len) {
+  unsigned long h = 5381;
+  for (size_t i = 0; i < len; ++i) h = h * 33 + (unsigned char)line[i];
+  return h;
+}
+
+static int read_mode(void) {
+  printf("ready\n");
+  fflush(stdout);
+  char buf[4096];
+  size_t have = 0;
+  int lines = 0;
+  for (;;) {
+    ssize_t n = read(0, buf + have, sizeof buf - have);
+    CHECK(n >= 0);
+    if (n == 0) break;
+    have += (size_t)n;
+    char* nl;
+    while ((nl = memchr(buf, '\n', have)) != NULL) {
+      size_t len = (size_t)(nl - buf);
+      printf("%.*s %lu\n", (int)len, buf, at_line(buf, len));
+      fflush(stdout);
+      ++lines;
+      memmove(buf, nl + 1, have - len - 1);
+      have -= len + 1;
+    }
+    CHECK(have < sizeof buf);
+  }
+  printf("done lines=%d\n", lines);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "read") == 0) return read_mode();
   if (argc > 1) iterations = atoi(argv[1]);
-  pthread_t t1, t2;
-  CHECK(pthread_create(&t1, NULL, loop, (void*)1000000L) == 0);
-  CHECK(pthread_create(&t2, NULL, loop, (void*)2000000L) == 0);
+  pthread_t t[THREADS - 1];
+  for (long i = 1; i < THREADS; ++i) CHECK(pthread_create(&t[i - 1], NULL, loop, (void*)(i * 1000000L)) == 0);
   printf("ready\n");
   fflush(stdout);
   long bad = (long)loop((void*)0);
-  void* r1;
-  void* r2;
-  CHECK(pthread_join(t1, &r1) == 0);
-  CHECK(pthread_join(t2, &r2) == 0);
-  bad += (long)r1 + (long)r2;
+  for (int i = 1; i < THREADS; ++i) {
+    void* r;
+    CHECK(pthread_join(t[i - 1], &r) == 0);
+    bad += (long)r;
+  }
   CHECK(bad == 0);
-  printf("done iterations=%d threads=3\n", iterations);
+  printf("done iterations=%d threads=%d\n", iterations, THREADS);
   return 0;
 }

@@ -1,0 +1,379 @@
+// Tracer, part 5: attaching to running processes (-p) and letting go of them.
+//
+// Attach: every thread listed in /proc/PID/task is seized (the list is read again
+// until a pass finds no thread it has not tried: threads created meanwhile by a
+// seized thread are attached by the kernel and announced by their clone event) and
+// interrupted; once every thread is in a ptrace-stop, the modules are read and the
+// breakpoints planted exactly as after an exec, and the threads are resumed.
+//
+// Detach (SIGINT/SIGTERM/SIGHUP/SIGQUIT to functracer in attach mode): every thread of
+// every process is interrupted and its stop collected; a thread caught on an entry
+// breakpoint is rewound onto the original instruction, one caught on the trampoline
+// finishes its return. Then each process gets its breakpoint bytes and every
+// hijacked return address back, held signals go with the detach, and the program
+// runs on. Out-of-line areas stay mapped: a thread may still be running in one (a
+// signal handler interrupted it there).
+#include <dirent.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "core/log.h"
+#include "core/procfs.h"
+#include "core/ptrace.h"
+#include "core/tracer.h"
+
+namespace ft {
+namespace {
+
+constexpr unsigned long kAttachOptions = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                                         PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD;
+constexpr uint64_t kSlowStopNs = 5'000'000'000;
+
+std::vector<pid_t> task_ids(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long v = std::strtol(e->d_name, &end, 10);
+    if (end && *end == 0 && v > 0) out.push_back(static_cast<pid_t>(v));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A field of /proc/PID/status ("PPid", "TracerPid"); -1 when unknown.
+long status_field(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, name.size() + 1, name + ":") == 0) return std::strtol(line.c_str() + name.size() + 1, nullptr, 10);
+  return -1;
+}
+
+}  // namespace
+
+Result<int> Tracer::run_attach(const std::vector<pid_t>& pids) {
+  attach_mode_ = true;
+  for (pid_t pid : pids) {
+    if (auto s = attach(pid); !s) {
+      detach_all();  // the processes attached so far run on untouched
+      host_.finish();
+      return s.error();
+    }
+  }
+  loop();
+  host_.finish();
+  return 0;
+}
+
+Status Tracer::attach(pid_t pid) {
+  pid_t tgid = tgid_of(pid);
+  if (tgid == 0) return Error::msg(fmt::format("no such process: {}", pid));
+  if (tgid == ::getpid()) return Error::msg(fmt::format("cannot attach to process {}: it is functracer itself", pid));
+  if (processes_.count(tgid)) return {};  // named twice, or a thread of one already attached
+  auto proc = std::make_unique<Process>(tgid);
+  Process& p = *proc;
+  p.attached = true;
+  p.started = true;
+  processes_[tgid] = std::move(proc);
+  if (main_pid_ == 0) main_pid_ = tgid;
+
+  if (auto s = seize_threads(p); !s) {
+    for (auto& [tid, t] : p.threads) {
+      if (t->stopped) (void)ptrace::detach(tid, t->held_signal);
+      threads_.erase(tid);
+    }
+    processes_.erase(tgid);
+    return s;
+  }
+  if (auto s = setup_attached(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
+  if (p.trace) p.trace->flush();  // the header and module map are there for readers at once
+  log::info("attached to process {} ({} thread{})", p.pid(), p.threads.size(), p.threads.size() == 1 ? "" : "s");
+  for (auto& [tid, t] : p.threads) {
+    if (!t->stopped) continue;
+    t->stopped = false;
+    if (t->group_stop) {
+      t->group_stop = false;
+      (void)ptrace::listen(tid);
+    } else {
+      resume(*t);
+    }
+  }
+  return {};
+}
+
+Status Tracer::seize_threads(Process& p) {
+  std::set<pid_t> tried;
+  for (bool added = true; added;) {
+    added = false;
+    for (pid_t tid : task_ids(p.pid())) {
+      if (!tried.insert(tid).second) continue;
+      if (auto s = ptrace::seize(tid, kAttachOptions); !s) {
+        if (tid != p.pid()) continue;  // gone, or attached already as the child of a seized thread
+        int err = s.error().code;
+        if (err == EPERM) {
+          long tracer = status_field(p.pid(), "TracerPid");
+          if (tracer > 0)
+            return Error::msg(fmt::format("cannot attach to process {}: it is already traced by process {}",
+                                          p.pid(), tracer));
+          return Error::msg(fmt::format("cannot attach to process {}: permission denied", p.pid()));
+        }
+        if (err == ESRCH) return Error::msg(fmt::format("no such process: {}", p.pid()));
+        return Error::msg(fmt::format("cannot attach to process {}: {}", p.pid(), s.error().message));
+      }
+      Thread* t = p.add_thread(tid);
+      threads_[tid] = t;
+      (void)ptrace::interrupt(tid);
+      added = true;
+    }
+  }
+  if (p.threads.empty()) return Error::msg(fmt::format("no such process: {}", p.pid()));
+  // Copy the list: a thread's clone event adds threads.
+  std::vector<Thread*> seized;
+  for (auto& [tid, t] : p.threads) seized.push_back(t.get());
+  for (Thread* t : seized) (void)stop_thread(*t);  // one that exits meanwhile is reported by the loop
+  if (p.threads.find(p.pid()) == p.threads.end() || !p.threads[p.pid()])
+    return Error::msg(fmt::format("no such process: {}", p.pid()));
+  return {};
+}
+
+Status Tracer::stop_thread(Thread& t) {
+  uint64_t since = monotonic_ns();
+  bool warned = false;
+  while (!t.stopped) {
+    int status = 0;
+    pid_t w = ::waitpid(t.tid, &status, __WALL | WNOHANG);
+    if (w == 0) {
+      if (!warned && monotonic_ns() - since > kSlowStopNs) {
+        log::warn("waiting for thread {} to stop", t.tid);
+        warned = true;
+      }
+      ::usleep(200);
+      continue;
+    }
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(errno, fmt::format("waitpid for thread {}", t.tid));
+    }
+    ++stats_.stops;
+    WaitStatus ws = WaitStatus::classify(status);
+    switch (ws.kind) {
+      case WaitStatus::Kind::Exited:
+      case WaitStatus::Kind::Killed:
+        deferred_.emplace_back(w, status);
+        return Error::msg(fmt::format("thread {} ended", t.tid));
+      case WaitStatus::Kind::EventStop:
+        if (ws.event == PTRACE_EVENT_EXEC) {
+          // A new image: the loop sets it up from scratch (and resumes the thread).
+          deferred_.emplace_back(w, status);
+          return Error::msg(fmt::format("thread {} called exec", t.tid));
+        }
+        if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)
+          handle_new_task(t, ws.event);
+        t.stopped = true;
+        break;
+      case WaitStatus::Kind::GroupStop:
+        t.stopped = true;
+        t.group_stop = true;
+        t.held_signal = 0;
+        break;
+      case WaitStatus::Kind::SignalStop:
+        t.held_signal = ws.signal;  // delivered when the thread is resumed
+        t.stopped = true;
+        break;
+      default:
+        t.stopped = true;
+        break;
+    }
+  }
+  return {};
+}
+
+Status Tracer::setup_attached(Process& p) {
+  p.exe = read_link("/proc/" + std::to_string(p.pid()) + "/exe");
+  p.cmdline = read_cmdline(p.pid());
+  if (auto s = p.mem().open(); !s) return s;
+  if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
+  Thread* leader = p.threads.count(p.pid()) ? p.threads[p.pid()].get() : nullptr;
+  {
+    TraceRecord r;
+    r.type = "process";
+    r.add("ppid", static_cast<int64_t>(status_field(p.pid(), "PPid")));
+    r.add("attached", static_cast<int64_t>(1));
+    lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, status_field(p.pid(), "PPid"), 0, nullptr, std::move(r),
+              fmt::format("+++ attached to process {} +++", p.pid()));
+  }
+  // Code is injected through a thread in an ordinary stop; one in a group-stop would
+  // leave it, and is sent its stop signal again afterwards.
+  Thread* worker = nullptr;
+  for (auto& [tid, t] : p.threads)
+    if (t->stopped && !t->group_stop && (!worker || tid == p.pid())) worker = t.get();
+  for (auto& [tid, t] : p.threads)
+    if (!worker && t->stopped) worker = t.get();
+  if (!worker) return Error::msg("no thread is stopped");
+  if (worker->group_stop) {
+    auto si = ptrace::siginfo(worker->tid);
+    worker->group_stop = false;
+    worker->held_signal = si ? si->si_signo : SIGSTOP;
+  }
+  auto regs = ptrace::get_regs(worker->tid);
+  if (!regs) return regs.error();
+  auto maps = read_maps(p.pid());
+  if (!maps) return maps.error();
+  // Temporary code goes to the start of the executable's code: every thread is
+  // stopped, and none is on its way there.
+  for (const auto& e : *maps)
+    if (e.x && e.path == p.exe) {
+      p.scratch = RemoteAddr(e.start);
+      break;
+    }
+  return load_modules(p, *worker, *regs, *maps);
+}
+
+void Tracer::detach_all() {
+  detaching_ = true;
+  for (auto& [tid, t] : threads_)
+    if (!t->stopped && !t->awaiting_initial_stop) (void)ptrace::interrupt(tid);
+  uint64_t since = monotonic_ns();
+  bool warned = false;
+  while (!processes_.empty()) {
+    std::vector<Process*> ready;
+    for (auto& [pid, p] : processes_)
+      if (std::all_of(p->threads.begin(), p->threads.end(), [](const auto& e) { return e.second->stopped; }))
+        ready.push_back(p.get());
+    for (Process* p : ready) detach_process(*p);
+    if (processes_.empty()) break;
+    int status = 0;
+    pid_t tid;
+    if (!deferred_.empty()) {
+      std::tie(tid, status) = deferred_.front();
+      deferred_.pop_front();
+    } else {
+      tid = ::waitpid(-1, &status, __WALL | WNOHANG);
+      if (tid == 0) {
+        if (!warned && monotonic_ns() - since > kSlowStopNs) {
+          log::warn("waiting for the traced threads to stop before detaching");
+          warned = true;
+        }
+        ::usleep(200);
+        continue;
+      }
+      if (tid < 0) {
+        if (errno == EINTR) continue;
+        log::error("waitpid: {}", std::strerror(errno));
+        break;
+      }
+      ++stats_.stops;
+    }
+    collect_for_detach(tid, status);
+  }
+  detaching_ = false;
+}
+
+void Tracer::collect_for_detach(pid_t tid, int status) {
+  WaitStatus ws = WaitStatus::classify(status);
+  Thread* t = thread_of(tid);
+  if (!t) {
+    if (WIFSTOPPED(status)) early_stops_[tid] = status;  // its creation event comes next
+    return;
+  }
+  FT_DEBUG("detaching, tid {}: {}", tid, ws.describe());
+  switch (ws.kind) {
+    case WaitStatus::Kind::Exited:
+    case WaitStatus::Kind::Killed:
+      thread_gone(*t, ws);
+      return;
+    case WaitStatus::Kind::EventStop:
+      if (ws.event == PTRACE_EVENT_STOP && t->awaiting_initial_stop) {
+        t->awaiting_initial_stop = false;
+        start_initial_thread(*t);  // marks it stopped (or releases an unfollowed child)
+        return;
+      }
+      if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)
+        handle_new_task(*t, ws.event);
+      if (ws.event == PTRACE_EVENT_EXEC) forget_image(*t);
+      t->stopped = true;
+      return;
+    case WaitStatus::Kind::GroupStop:
+      t->stopped = true;
+      t->group_stop = true;
+      return;
+    case WaitStatus::Kind::SignalStop:
+      t->stopped = true;
+      if (ws.signal == SIGTRAP) {
+        Process& p = *t->process;
+        auto regs = ptrace::get_regs(tid);
+        if (!regs) return;
+        RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+        if (p.is_trampoline(at)) {
+          if (!finish_return(*t, *regs))
+            log::error("thread {} returned through the trampoline with no matching frame", tid);
+          (void)ptrace::set_regs(tid, *regs);
+        } else if (p.breakpoints.count(at.value())) {
+          regs->set_ip(at.value());  // runs the original instruction once it is back
+          (void)ptrace::set_regs(tid, *regs);
+        } else {
+          t->held_signal = SIGTRAP;
+        }
+        return;
+      }
+      t->held_signal = ws.signal;
+      return;
+    default:
+      t->stopped = true;
+      return;
+  }
+}
+
+void Tracer::remove_instrumentation(Process& p) {
+  for (const auto& [addr, bp] : p.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
+  if (p.trampoline.null()) return;
+  for (const auto& [tid, t] : p.threads)
+    for (const auto& f : t->stack.frames()) {
+      if (!f.armed || f.tail || f.site) continue;
+      auto v = p.mem().read_u64(RemoteAddr(f.slot));
+      if (v && *v == p.trampoline.value()) (void)p.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
+    }
+}
+
+void Tracer::detach_process(Process& p) {
+  // A thread stopped just before executing the trampoline returns now.
+  for (auto& [tid, t] : p.threads) {
+    if (p.trampoline.null()) break;
+    auto regs = ptrace::get_regs(tid);
+    if (regs && p.is_trampoline(RemoteAddr(regs->ip())) && finish_return(*t, *regs))
+      (void)ptrace::set_regs(tid, *regs);
+  }
+  remove_instrumentation(p);
+  uint64_t now = monotonic_ns();
+  for (auto& [tid, t] : p.threads)
+    if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "detach", now, 0);
+  if (!p.silent) {
+    Thread* leader = p.threads.count(p.pid()) ? p.threads[p.pid()].get() : nullptr;
+    TraceRecord r;
+    r.type = "detach";
+    lifecycle(p, leader, FT_EVENT_DETACHED, 0, 0, nullptr, std::move(r),
+              fmt::format("+++ detached from process {} +++", p.pid()));
+  }
+  if (p.trace) p.trace->flush();
+  for (auto& [tid, t] : p.threads) {
+    (void)ptrace::detach(tid, t->group_stop ? 0 : t->held_signal);
+    threads_.erase(tid);
+  }
+  log::info("detached from process {}", p.pid());
+  processes_.erase(p.pid());
+}
+
+}  // namespace ft
