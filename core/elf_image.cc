@@ -179,6 +179,7 @@ class Loader {
   uint16_t machine = 0;
   uint64_t entry = 0;
   std::string interp, build_id, debuglink;
+  uint64_t init_addr = 0;  // the .init section (DT_INIT), 0 if none
   std::vector<ElfSegment> segments;
   std::vector<Candidate> candidates;
 
@@ -325,6 +326,9 @@ Status Loader::load_sections(const GElf_Ehdr& eh) {
       if (name != nullptr) s.name = name;
     }
     if (s.shdr.sh_type == SHT_DYNAMIC) has_dynamic_ = true;
+    if (s.name && std::string_view(s.name) == ".init" && s.shdr.sh_type == SHT_PROGBITS &&
+        (s.shdr.sh_flags & SHF_EXECINSTR) && s.shdr.sh_size > 0)
+      init_addr = s.shdr.sh_addr;
     sections_.push_back(s);
   }
   return {};
@@ -762,6 +766,7 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   image->has_symtab_ = loader.has_symtab;
   image->machine_ = loader.machine;
   image->entry_ = loader.entry;
+  image->init_ = loader.init_addr;
   image->segments_ = std::move(loader.segments);
 
   std::vector<Candidate>& cands = loader.candidates;

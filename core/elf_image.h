@@ -48,6 +48,9 @@ class ElfImage {
   bool is_static() const { return interp_.empty(); }         // no PT_INTERP
   const std::string& interp() const { return interp_; }
   uint64_t entry() const { return entry_; }
+  // Link-time address of the .init section (the DT_INIT function), 0 if none. It runs
+  // once the module and everything loaded with it are relocated.
+  uint64_t init() const { return init_; }
   const std::string& build_id() const { return build_id_; }  // lowercase hex, empty if none
   const std::string& debuglink() const { return debuglink_; }
   const std::vector<ElfSegment>& segments() const { return segments_; }
@@ -70,6 +73,7 @@ class ElfImage {
   bool is_dyn_ = false, has_symtab_ = false;
   uint16_t machine_ = 0;
   uint64_t entry_ = 0;
+  uint64_t init_ = 0;
   std::vector<ElfSegment> segments_;
   std::vector<ElfSymbol> functions_;
   // Lookup indexes built by open(): max_end_[i] is the largest end address (value + size,

@@ -36,6 +36,17 @@ struct Module {
   bool is_main = false;
   std::unique_ptr<DwarfParams> dwarf;  // opened on first use
   bool dwarf_tried = false;
+  bool init_hooked = false;  // its .init carries a kHookModuleInit breakpoint (or cannot)
+};
+
+// An IFUNC a plugin wants traced: its resolver is called in the process once the
+// modules are relocated, and the implementation it returns gets the breakpoint.
+struct PendingIfunc {
+  const Module* module = nullptr;
+  ElfSymbol sym;
+  std::string demangled;
+  uint64_t entry_mask = 0, return_mask = 0;
+  bool params = false;
 };
 
 // A function the tracer has a breakpoint on, or had (ids stay valid for the shadow
@@ -102,6 +113,7 @@ class Process {
   std::unordered_map<uint64_t, Breakpoint> breakpoints;  // by address
   std::vector<FunctionInfo> functions;                   // by id
   std::vector<std::unique_ptr<SsolArea>> areas;
+  std::vector<PendingIfunc> ifuncs;  // not resolved yet
   RemoteAddr trampoline;
   RemoteAddr r_debug;  // the dynamic linker's struct r_debug, if known
   std::map<pid_t, std::unique_ptr<Thread>> threads;

@@ -23,6 +23,7 @@ class SsolArea {
   static constexpr uint64_t kSize = 1ull << 20;
   static constexpr uint64_t kSlotSize = 64;
   static constexpr uint64_t kTrampolineOffset = 0;
+  static constexpr uint64_t kCallReturnOffset = 8;  // where functions called by functracer return
   static constexpr uint64_t kSyscallOffset = 16;
   static constexpr uint64_t kFirstSlotOffset = 64;
 
@@ -32,6 +33,7 @@ class SsolArea {
   RemoteAddr end() const { return base_ + static_cast<int64_t>(kSize); }
   RemoteAddr trampoline() const { return base_ + kTrampolineOffset; }
   RemoteAddr syscall_stub() const { return base_ + kSyscallOffset; }
+  RemoteAddr call_return() const { return base_ + kCallReturnOffset; }
   bool contains(RemoteAddr a) const { return a >= base_ && a < end(); }
   // Can code in this area reach `a` (and be reached) with a 32-bit displacement?
   bool near(RemoteAddr a) const;

@@ -18,6 +18,7 @@ enum InternalHook : unsigned {
   kHookKeepReturnAddress = 1u << 3,  // setjmp, dlsym & co: never hijack the return address
   kHookReturnSite = 1u << 4,    // the return address of such a call
   kHookBacktrace = 1u << 5,     // _Unwind_Backtrace: rearm when it returns
+  kHookModuleInit = 1u << 6,    // a module's .init: everything loaded so far is relocated
 };
 
 unsigned hooks_for(const std::string& name);

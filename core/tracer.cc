@@ -26,10 +26,6 @@ namespace {
 
 std::atomic<bool> g_toggle{false};
 
-bool is_fault_signal(int sig) {
-  return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
-}
-
 }  // namespace
 
 uint64_t monotonic_ns() {
@@ -404,6 +400,9 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
       log::info("process {} killed by {}", p.pid(), name);
   }
   if (p.pid() == main_pid_) main_exit_ = code;
+  if (!p.ifuncs.empty())
+    log::warn("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
+              p.pid(), p.ifuncs.size(), p.ifuncs.size() == 1 ? "" : "s", p.ifuncs.front().demangled);
   if (p.trace) p.trace->flush();
   for (auto& [tid, t] : p.threads) threads_.erase(tid);
   processes_.erase(p.pid());

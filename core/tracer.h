@@ -92,6 +92,13 @@ class Tracer {
   Result<uint64_t> inject_syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
                                   std::initializer_list<uint64_t> args);
   Result<Registers> run_to_trap(Thread& t, uint64_t expect_ip);
+  // Calls fn(arg) in the stopped thread t, whose registers are saved, and returns what
+  // it returned; the thread's registers are put back.
+  Result<uint64_t> call_function(Thread& t, const Registers& saved, uint64_t fn, uint64_t arg);
+  // IFUNCs (tracer_ifunc.cc): breakpoints on .init functions, from which on the
+  // modules are relocated; resolving the pending ones there (or at once, attached).
+  void plan_ifunc_resolution(Process& p, Thread& t, Registers& regs);
+  void resolve_ifuncs(Process& p, Thread& t, Registers& regs);
   Status settle_after_exec(Process& p, Thread& t, Registers& regs);
   Status apply_relocation(Process& p, const Breakpoint& bp, Registers& regs);
   void rearm(Thread& t, uint64_t sp);

@@ -55,11 +55,48 @@ Result<Registers> Tracer::run_to_trap(Thread& t, uint64_t expect_ip) {
       auto now = ptrace::get_regs(t.tid);
       if (!now) return now.error();
       if (now->ip() == expect_ip) return *now;
+      // A breakpoint in code functracer runs (a function it calls): step over it,
+      // unreported.
+      Process& p = *t.process;
+      auto bp = p.breakpoints.find(now->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+      if (bp != p.breakpoints.end() && !p.is_trampoline(bp->second.addr)) {
+        if (auto s = apply_relocation(p, bp->second, *now); !s) return s.error();
+        if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();
+      }
+    } else if (ws.kind == WaitStatus::Kind::SignalStop && is_fault_signal(ws.signal)) {
+      // The code functracer made the thread run faulted: the fault is functracer's,
+      // not the program's (the caller puts the registers back; the signal is dropped).
+      if (auto si = ptrace::siginfo(t.tid); si && si->si_code > 0)
+        return Error::msg(fmt::format("{} at {:#x}", signal_name(ws.signal),
+                                      reinterpret_cast<uint64_t>(si->si_addr)));
+      t.held_signal = ws.signal;
+    } else if (ws.kind == WaitStatus::Kind::SignalStop) {
+      // A signal that arrived meanwhile is held and delivered at the next resume.
+      t.held_signal = ws.signal;
     }
-    // A signal that arrived meanwhile is held and delivered at the next resume.
-    if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal != SIGTRAP) t.held_signal = ws.signal;
     if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
   }
+}
+
+Result<uint64_t> Tracer::call_function(Thread& t, const Registers& saved, uint64_t fn, uint64_t arg) {
+  Process& p = *t.process;
+  if (p.areas.empty()) return Error::msg("no out-of-line area");
+  // Below the red zone of whatever the thread was running, 16-byte aligned at the
+  // call, returning onto an int3 of the area.
+  uint64_t ret = p.areas.front()->call_return().value();
+  uint64_t sp = ((saved.sp() - 256) & ~uint64_t{15}) - 8;
+  if (auto s = p.mem().write_u64(RemoteAddr(sp), ret); !s) return s.error();
+  Registers r = saved;
+  r.set_sp(sp);
+  r.set_ip(fn);
+  r.raw.rdi = arg;
+  r.raw.rax = 0;
+  r.set_no_restart();  // a thread stopped in a system call must not restart it here
+  if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+  auto after = run_to_trap(t, ret + arch::breakpoint_ip_advance(arch::Arch::X86_64));
+  if (auto s = ptrace::set_regs(t.tid, saved); !s) return s.error();
+  if (!after) return after.error();
+  return after->ret();
 }
 
 Status Tracer::settle_after_exec(Process& p, Thread& t, Registers& regs) {
@@ -151,6 +188,7 @@ Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::v
   for (const auto& m : mods)
     if (m.path != p.exe) load_module(p, t, regs, m, false);
   write_modules(p);
+  plan_ifunc_resolution(p, t, regs);
   return {};
 }
 
@@ -169,6 +207,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
       continue;
     }
     FT_DEBUG("process {}: module {} unloaded", p.pid(), m.map.path);
+    std::erase_if(p.ifuncs, [&](const PendingIfunc& f) { return f.module == &m; });
     for (auto b = p.breakpoints.begin(); b != p.breakpoints.end();)
       b = b->second.module == &m ? p.breakpoints.erase(b) : std::next(b);
     it = p.modules.erase(it);
@@ -182,6 +221,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
   }
   if (p.trace)
     for (size_t i = before; i < p.modules.size(); ++i) write_module(p, *p.modules[i]);
+  plan_ifunc_resolution(p, t, regs);
 }
 
 void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main) {
@@ -208,7 +248,6 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   p.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
-  std::vector<std::string> ifuncs;
   for (const ElfSymbol& sym : img->functions()) {
     if (is_fragment(sym.name)) continue;
     if (not_a_called_function(sym.name) || sym.value == img->entry()) {
@@ -222,25 +261,14 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     ft_symbol s{sym.name.c_str(), dem.c_str(), mm.path.c_str(), addr, sym.size, sym.plt ? 1 : 0, is_main ? 1 : 0};
     auto in = host_.offer(s);
     if (sym.ifunc) {
-      // The symbol is the resolver, which runs once at load time; the implementation
-      // it picks is what the program calls, and it is not known here.
-      if (in.any()) {
-        ++stats_.refused;
-        ifuncs.push_back(dem);
-      }
+      // The symbol is the resolver; the implementation it picks is what the program
+      // calls. It is asked once the module is relocated (tracer_ifunc.cc).
+      if (in.any()) p.ifuncs.push_back(PendingIfunc{&mod, sym, dem, in.entry_mask, in.return_mask, in.params});
       continue;
     }
     if (hooks == kHookLinker)
       if (const ElfSymbol* rd = img->find("_r_debug")) p.r_debug = RemoteAddr(rd->value + mod.bias);
     if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, dem, in, hooks);
-  }
-  if (!ifuncs.empty()) {
-    std::string names;
-    for (size_t i = 0; i < ifuncs.size() && i < 5; ++i) names += (i ? ", " : "") + ifuncs[i];
-    if (ifuncs.size() > 5) names += ", ...";
-    log::warn("cannot trace {} IFUNC function{} of {} ({}): the implementation is chosen at load time; "
-              "calls through PLT stubs (NAME@plt) can be traced",
-              ifuncs.size(), ifuncs.size() == 1 ? "" : "s", mm.path, names);
   }
 }
 

@@ -239,7 +239,9 @@ Status Tracer::setup_attached(Process& p) {
       p.scratch = RemoteAddr(e.start);
       break;
     }
-  return load_modules(p, *worker, *regs, *maps);
+  if (auto s = load_modules(p, *worker, *regs, *maps); !s) return s;
+  resolve_ifuncs(p, *worker, *regs);  // everything is relocated already
+  return {};
 }
 
 void Tracer::detach_all() {

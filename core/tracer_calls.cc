@@ -76,6 +76,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       rearm(t, regs.sp());
     }
   }
+  if (hooks & kHookModuleInit) resolve_ifuncs(p, t, regs);
   Breakpoint* bp = &bp_ref;
   if (hooks & kHookLinker) {
     bool consistent = true;

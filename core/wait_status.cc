@@ -60,4 +60,6 @@ std::string signal_name(int sig) {
   return "signal " + std::to_string(sig);
 }
 
+bool is_fault_signal(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE; }
+
 }  // namespace ft

@@ -26,5 +26,7 @@ struct WaitStatus {
 
 // "SIGSEGV" for 11; "signal 42" for numbers without a name.
 std::string signal_name(int sig);
+// SIGSEGV, SIGBUS, SIGILL, SIGFPE: signals an instruction raises.
+bool is_fault_signal(int sig);
 
 }  // namespace ft

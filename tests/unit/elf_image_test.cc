@@ -191,6 +191,14 @@ uint64_t readelf_entry(const std::string& path) {
   return std::regex_search(out, m, re) ? std::stoull(m[1], nullptr, 16) : ~uint64_t{0};
 }
 
+// Address of the .init section per readelf -S, 0 if none.
+uint64_t readelf_init(const std::string& path) {
+  static const std::regex re(R"(\]\s+\.init\s+PROGBITS\s+([0-9a-f]+))");
+  std::string out = run("readelf -SW " + shell_quote(path));
+  std::smatch m;
+  return std::regex_search(out, m, re) ? std::stoull(m[1], nullptr, 16) : 0;
+}
+
 std::string readelf_interp(const std::string& path) {
   static const std::regex re(R"(Requesting program interpreter:\s*([^\]]+)\])");
   std::string out = run("readelf -lW " + shell_quote(path));
@@ -233,6 +241,7 @@ void check_against_binutils(const ElfImage& img, bool check_plt = true) {
   if (check_plt) expect_plt_matches(img, objdump_plt("objdump", path));
   EXPECT_EQ(img.build_id(), readelf_build_id(path)) << path;
   EXPECT_EQ(img.entry(), readelf_entry(path)) << path;
+  EXPECT_EQ(img.init(), readelf_init(path)) << path;
   EXPECT_EQ(img.interp(), readelf_interp(path)) << path;
   std::vector<uint64_t> vaddrs;
   for (const ElfSegment& s : img.segments()) vaddrs.push_back(s.vaddr);

@@ -1,0 +1,93 @@
+// Tracer, part 6: IFUNCs. An STT_GNU_IFUNC symbol (strlen, memcpy in glibc) is a
+// resolver: the dynamic linker calls it while relocating and binds the name to the
+// implementation it returns (__strlen_avx2 on one machine, __strlen_sse2 on another).
+// The implementation is what runs, for calls through the PLT and for the library's
+// own internal calls alike, so that is where the breakpoint goes, under the IFUNC's
+// name.
+//
+// functracer asks the resolver itself: it calls it in a stopped thread of the process
+// (call_function) and plants a breakpoint at the address it returns. Resolvers read
+// the CPU description through relocated pointers (glibc: _rtld_global_ro), so they can
+// only be asked once their module is relocated. The dynamic linker relocates every
+// module of a load (start-up, or one dlopen) before it runs the first .init function
+// of that load; a breakpoint on the .init of each module (kHookModuleInit; the
+// executable's entry point if it has no .init) is therefore a moment where every
+// module loaded so far is relocated. A static executable applies its IRELATIVE
+// relocations in __libc_start_main, also before its .init. An attached process is
+// relocated already: its IFUNCs are resolved at once.
+#include <fcntl.h>
+#include <elf.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/symbol_policy.h"
+#include "core/tracer.h"
+
+namespace ft {
+namespace {
+
+uint64_t hwcap_of(pid_t pid) {
+  int fd = ::open(("/proc/" + std::to_string(pid) + "/auxv").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint64_t entry[2];
+  uint64_t value = 0;
+  while (::read(fd, entry, sizeof entry) == static_cast<ssize_t>(sizeof entry) && entry[0] != AT_NULL)
+    if (entry[0] == AT_HWCAP) value = entry[1];
+  ::close(fd);
+  return value;
+}
+
+}  // namespace
+
+void Tracer::plan_ifunc_resolution(Process& p, Thread& t, Registers& regs) {
+  if (p.ifuncs.empty() || p.silent) return;
+  for (auto& m : p.modules) {
+    if (m->init_hooked || !m->elf) continue;
+    m->init_hooked = true;
+    uint64_t at = 0;
+    if (m->elf->init() != 0) at = m->elf->init() + m->bias;
+    else if (m->is_main && !m->elf->is_static()) at = m->elf->entry() + m->bias;
+    if (at == 0) continue;
+    if (Breakpoint* bp = plant_raw(p, t, regs, at, m->map.path + " .init")) bp->hooks |= kHookModuleInit;
+  }
+}
+
+void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
+  if (p.ifuncs.empty() || p.silent) return;
+  std::vector<PendingIfunc> pending;
+  pending.swap(p.ifuncs);
+  uint64_t hwcap = hwcap_of(p.pid());
+  for (const PendingIfunc& f : pending) {
+    uint64_t resolver = f.sym.value + f.module->bias;
+    auto impl = call_function(t, regs, resolver, hwcap);
+    if (!impl) {
+      ++stats_.refused;
+      log::warn("cannot trace {} (IFUNC in {}): its resolver failed: {}", f.demangled, f.module->map.path,
+                impl.error().message);
+      continue;
+    }
+    Module* home = nullptr;
+    for (auto& m : p.modules)
+      if (*impl >= m->map.base && *impl < m->map.end) home = m.get();
+    if (!home || !home->elf) {
+      ++stats_.refused;
+      log::warn("cannot trace {} (IFUNC in {}): its resolver returned {:#x}, outside every module", f.demangled,
+                f.module->map.path, *impl);
+      continue;
+    }
+    if (auto it = p.breakpoints.find(*impl); it != p.breakpoints.end() && it->second.traced) {
+      const FunctionInfo& other = p.functions[it->second.fn];
+      if (other.name != f.sym.name)
+        log::info("{} and {} run the same code ({:#x} in {}): calls of both are reported as {}", f.demangled,
+                  other.demangled, *impl, home->map.path, other.demangled);
+    }
+    ElfSymbol impl_sym = f.sym;
+    impl_sym.value = *impl - home->bias;
+    impl_sym.ifunc = false;
+    FT_DEBUG("IFUNC {} resolved to {:#x}", f.sym.name, *impl);
+    plant(p, t, regs, *home, *impl, impl_sym, f.demangled, PluginHost::Interest{f.entry_mask, f.return_mask, f.params},
+          kHookNone);
+  }
+}
+
+}  // namespace ft
