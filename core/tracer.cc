@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -459,13 +460,16 @@ void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, c
                             size_t base_depth) {
   Process& p = *t.process;
   if (p.silent) return;
-  size_t n = frames.size();
-  // Inherited frames are the outermost ones; they are not counted in depths.
+  // Inherited frames (a forked child's copy of its parent's) are the outermost ones;
+  // they are neither reported nor counted in depths.
   size_t inherited_below = std::min(base_depth, t.stack.inherited());
-  for (size_t i = 0; i < n; ++i) {
+  size_t outer = static_cast<size_t>(
+      std::count_if(frames.begin(), frames.end(), [](const ShadowFrame& f) { return !f.inherited; }));
+  for (size_t i = 0; i < frames.size(); ++i) {
     if (frames[i].inherited) continue;
+    --outer;
     const FunctionInfo& fn = p.functions[frames[i].fn];
-    ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + (n - 1 - i)));
+    ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + outer));
     host_.unwound(c, fn, reason);
     ++stats_.unwound;
   }

@@ -2,6 +2,8 @@
 // stop of a traced call or return, and the shadow stack's exception handling.
 #include <signal.h>
 
+#include <algorithm>
+
 #include "core/tracer.h"
 #include "core/check.h"
 #include "core/log.h"
@@ -180,12 +182,14 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now) {
   Process& p = *t.process;
   if (p.silent) return;
-  size_t n = r.returned.size();
   size_t base = t.stack.depth() - t.stack.inherited();
-  for (size_t i = 0; i < n; ++i) {
+  size_t outer = static_cast<size_t>(std::count_if(r.returned.begin(), r.returned.end(),
+                                                   [](const ShadowFrame& f) { return !f.inherited; }));
+  for (size_t i = 0; i < r.returned.size(); ++i) {
     if (r.returned[i].inherited) continue;
+    --outer;
     const FunctionInfo& fn = p.functions[r.returned[i].fn];
-    ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + (n - 1 - i)));
+    ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
     host_.ret(c, fn);
     ++stats_.returns;
   }
