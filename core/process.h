@@ -114,6 +114,7 @@ class Process {
   std::vector<FunctionInfo> functions;                   // by id
   std::vector<std::unique_ptr<SsolArea>> areas;
   std::vector<PendingIfunc> ifuncs;  // not resolved yet
+  std::unordered_map<uint64_t, uint64_t> ifunc_impls;  // implementation -> resolver, once resolved
   RemoteAddr trampoline;
   RemoteAddr r_debug;  // the dynamic linker's struct r_debug, if known
   std::map<pid_t, std::unique_ptr<Thread>> threads;

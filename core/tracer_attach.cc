@@ -53,6 +53,18 @@ std::vector<pid_t> task_ids(pid_t pid) {
   return out;
 }
 
+// Is a SIGTRAP pending for this very thread (SigPnd of /proc/PID/task/TID/status)?
+bool sigtrap_pending(pid_t pid, pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, 7, "SigPnd:") == 0) {
+      unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+      return mask & (1ull << (SIGTRAP - 1));
+    }
+  return false;
+}
+
 // A field of /proc/PID/status ("PPid", "TracerPid"); -1 when unknown.
 long status_field(pid_t pid, const std::string& name) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -301,6 +313,13 @@ void Tracer::collect_for_detach(pid_t tid, int status) {
       if (ws.event == PTRACE_EVENT_STOP && t->awaiting_initial_stop) {
         t->awaiting_initial_stop = false;
         start_initial_thread(*t);  // marks it stopped (or releases an unfollowed child)
+        return;
+      }
+      if (ws.event == PTRACE_EVENT_STOP && sigtrap_pending(t->process->pid(), tid)) {
+        // The thread executed a breakpoint, but the interrupt is reported before the
+        // SIGTRAP is dequeued. Detached now, it would get the SIGTRAP: let it report
+        // the signal first, which rewinds it.
+        (void)ptrace::cont(tid, 0);
         return;
       }
       if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)

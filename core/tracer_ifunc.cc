@@ -57,9 +57,13 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
   std::vector<PendingIfunc> pending;
   pending.swap(p.ifuncs);
   uint64_t hwcap = hwcap_of(p.pid());
+  std::unordered_map<uint64_t, uint64_t> answers;  // resolver -> implementation (aliases share one)
   for (const PendingIfunc& f : pending) {
     uint64_t resolver = f.sym.value + f.module->bias;
-    auto impl = call_function(t, regs, resolver, hwcap);
+    Result<uint64_t> impl = Error::msg("");
+    if (auto a = answers.find(resolver); a != answers.end()) impl = a->second;
+    else impl = call_function(t, regs, resolver, hwcap);
+    if (impl) answers[resolver] = *impl;
     if (!impl) {
       ++stats_.refused;
       log::warn("cannot trace {} (IFUNC in {}): its resolver failed: {}", f.demangled, f.module->map.path,
@@ -71,16 +75,21 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
       if (*impl >= m->map.base && *impl < m->map.end) home = m.get();
     if (!home || !home->elf) {
       ++stats_.refused;
-      log::warn("cannot trace {} (IFUNC in {}): its resolver returned {:#x}, outside every module", f.demangled,
-                f.module->map.path, *impl);
+      std::string where = fmt::format("{:#x}, outside every module", *impl);
+      if (auto maps = read_maps(p.pid()))
+        for (const auto& e : *maps)
+          if (*impl >= e.start && *impl < e.end && e.path == "[vdso]") where = "code in the vDSO";
+      log::warn("cannot trace {} (IFUNC in {}): its resolver chose {}", f.demangled, f.module->map.path, where);
       continue;
     }
     if (auto it = p.breakpoints.find(*impl); it != p.breakpoints.end() && it->second.traced) {
+      // Another IFUNC (not an alias: that has the same resolver) picked this code.
       const FunctionInfo& other = p.functions[it->second.fn];
-      if (other.name != f.sym.name)
+      if (auto r = p.ifunc_impls.find(*impl); r != p.ifunc_impls.end() && r->second != resolver)
         log::info("{} and {} run the same code ({:#x} in {}): calls of both are reported as {}", f.demangled,
                   other.demangled, *impl, home->map.path, other.demangled);
     }
+    p.ifunc_impls.emplace(*impl, resolver);
     ElfSymbol impl_sym = f.sym;
     impl_sym.value = *impl - home->bias;
     impl_sym.ifunc = false;
