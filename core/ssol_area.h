@@ -9,7 +9,10 @@
 // The area is mapped r-x; functracer writes to it through /proc/PID/mem. It is placed
 // within +-2 GiB of the module it serves so RIP-relative operands can be re-encoded;
 // a process has as many areas as it needs. Areas are never unmapped while tracing (a
-// thread may be inside a slot at any moment) and are left in place at detach.
+// thread may be inside a slot at any moment) and are left in place at detach, with a
+// mark in their header saying how far their slots are used; the next functracer that
+// attaches adopts them (and clears the mark while it uses them) instead of mapping new
+// ones, so attaching and detaching many times does not eat address space.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +28,11 @@ class SsolArea {
   static constexpr uint64_t kTrampolineOffset = 0;
   static constexpr uint64_t kCallReturnOffset = 8;  // where functions called by functracer return
   static constexpr uint64_t kSyscallOffset = 16;
+  static constexpr uint64_t kMarkOffset = 32;  // kMark, then the next free slot offset
+  static constexpr uint64_t kMark = 0x3130414552415446ull;  // "FTAREA01"
   static constexpr uint64_t kFirstSlotOffset = 64;
 
-  explicit SsolArea(RemoteAddr base) : base_(base) {}
+  explicit SsolArea(RemoteAddr base, uint64_t next = kFirstSlotOffset) : base_(base), next_(next) {}
 
   RemoteAddr base() const { return base_; }
   RemoteAddr end() const { return base_ + static_cast<int64_t>(kSize); }
@@ -39,6 +44,7 @@ class SsolArea {
   bool near(RemoteAddr a) const;
 
   bool has_room() const { return next_ + kSlotSize <= kSize; }
+  uint64_t next_offset() const { return next_; }
   // Next free slot, or a null address when full.
   RemoteAddr allocate_slot();
 

@@ -114,8 +114,11 @@ class Tracer {
   Status setup_attached(Process& p);
   void detach_all();
   void collect_for_detach(pid_t tid, int status);
-  // Takes every breakpoint byte and hijacked return address out of the process.
+  // Takes every breakpoint byte and hijacked return address out of the process, and
+  // marks its areas for the next functracer.
   void remove_instrumentation(Process& p);
+  // Areas an earlier functracer left in the process (attach).
+  void adopt_areas(Process& p, const std::vector<MapsEntry>& maps);
   void detach_process(Process& p);
   // The trampoline was reached: pops the frame, reports the return and points regs at
   // the real return address. False when no frame answers for it.

@@ -251,6 +251,7 @@ Status Tracer::setup_attached(Process& p) {
       p.scratch = RemoteAddr(e.start);
       break;
     }
+  adopt_areas(p, *maps);
   if (auto s = load_modules(p, *worker, *regs, *maps); !s) return s;
   resolve_ifuncs(p, *worker, *regs);  // everything is relocated already
   return {};
@@ -358,7 +359,35 @@ void Tracer::collect_for_detach(pid_t tid, int status) {
   }
 }
 
+void Tracer::adopt_areas(Process& p, const std::vector<MapsEntry>& maps) {
+  for (const auto& e : maps) {
+    if (!e.path.empty() || e.end - e.start != SsolArea::kSize || !e.r || e.w || !e.x) continue;
+    uint8_t head[SsolArea::kMarkOffset + 16] = {};
+    if (!p.mem().read_exact(RemoteAddr(e.start), head)) continue;
+    uint64_t mark = 0, next = 0;
+    std::memcpy(&mark, head + SsolArea::kMarkOffset, 8);
+    std::memcpy(&next, head + SsolArea::kMarkOffset + 8, 8);
+    bool ours = mark == SsolArea::kMark && head[SsolArea::kTrampolineOffset] == 0xcc &&
+                head[SsolArea::kCallReturnOffset] == 0xcc && head[SsolArea::kSyscallOffset] == 0x0f &&
+                head[SsolArea::kSyscallOffset + 1] == 0x05 && next >= SsolArea::kFirstSlotOffset &&
+                next <= SsolArea::kSize && next % SsolArea::kSlotSize == 0;
+    if (!ours) continue;
+    // Slots below `next` may still be run by a thread; new ones go after them. The
+    // mark is cleared while this functracer uses the area.
+    static constexpr uint8_t kZero[16] = {};
+    if (!p.mem().write(RemoteAddr(e.start + SsolArea::kMarkOffset), kZero)) continue;
+    auto area = std::make_unique<SsolArea>(RemoteAddr(e.start), next);
+    if (p.trampoline.null()) p.trampoline = area->trampoline();
+    FT_DEBUG("process {}: adopted the out-of-line area at {:#x} ({} bytes used)", p.pid(), e.start, next);
+    p.areas.push_back(std::move(area));
+  }
+}
+
 void Tracer::remove_instrumentation(Process& p) {
+  for (const auto& a : p.areas) {
+    uint64_t mark[2] = {SsolArea::kMark, a->next_offset()};
+    (void)p.mem().write(a->base() + SsolArea::kMarkOffset, {reinterpret_cast<const uint8_t*>(mark), sizeof mark});
+  }
   for (const auto& [addr, bp] : p.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
   if (p.trampoline.null()) return;
   for (const auto& [tid, t] : p.threads)

@@ -9,7 +9,8 @@ usage: test_attach.py ATTACH_TARGET_EXECUTABLE
   * busy: a 4-thread program that calls traced functions and allocates (malloc
     and free are traced too, and in one round every function of libc, so
     functracer is interrupted in the middle of heavy tracing) is attached to
-    and detached from three times in a row; it
+    and detached from three times in a row (later attaches reuse the
+    out-of-line areas the first one left in the process); it
     finishes with its own checks passed and exit 0, and each trace is complete
     (every call closed, a detach record at the end, calls on all 4 threads);
   * blocked: a program blocked in read(2) is attached to (the system call is
@@ -99,6 +100,18 @@ def check_trace(ck, label, outdir, pid):
     return a
 
 
+def areas(pid):
+    """functracer's out-of-line areas in the process: anonymous r-x 1 MiB mappings."""
+    n = 0
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split()
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if fields[1] == "r-xp" and len(fields) == 5 and end - start == 1 << 20:
+                n += 1
+    return n
+
+
 def busy(ck, binary, tmp):
     print("=== busy 4-thread program, attached and detached three times")
     target = popen([binary, BUSY_ITERATIONS])
@@ -106,6 +119,7 @@ def busy(ck, binary, tmp):
         line = target.stdout.readline().decode().strip()
         if not ck.check(line == "ready", f"busy: target did not start: {line!r}"):
             return
+        first_areas = None
         for i, (sig, patterns) in enumerate(ROUNDS):
             label = f"busy, round {i + 1} ({signal.Signals(sig).name})"
             outdir = os.path.join(tmp, f"busy-{i}")
@@ -128,6 +142,11 @@ def busy(ck, binary, tmp):
             if not ck.check(target.poll() is None, f"{label}: target ended at detach "
                             f"(status {target.returncode})"):
                 return
+            # A later attach adopts the areas an earlier one left behind.
+            n = areas(target.pid)
+            first_areas = first_areas or n
+            ck.check(n <= max(first_areas, 2), f"{label}: {n} out-of-line areas in the process after "
+                     f"this round, {first_areas} after the first: areas are not reused")
             a = check_trace(ck, label, outdir, target.pid)
             if a is None:
                 continue
