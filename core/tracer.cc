@@ -149,11 +149,18 @@ void Tracer::handle_status(pid_t tid, int status) {
     return;
   }
   FT_DEBUG("tid {}: {}", tid, ws.describe());
+  if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
+    thread_gone(*t, ws);
+    return;
+  }
+  if (detaching_) {
+    collect_for_detach(*t, ws);
+    return;
+  }
   switch (ws.kind) {
     case WaitStatus::Kind::Exited:
     case WaitStatus::Kind::Killed:
-      thread_gone(*t, ws);
-      return;
+      return;  // handled above
     case WaitStatus::Kind::EventStop:
       switch (ws.event) {
         case PTRACE_EVENT_STOP:

@@ -113,7 +113,8 @@ class Tracer {
   Status stop_thread(Thread& t);
   Status setup_attached(Process& p);
   void detach_all();
-  void collect_for_detach(pid_t tid, int status);
+  // A stop while detaching: the thread is left stopped, put where it can run on.
+  void collect_for_detach(Thread& t, const WaitStatus& ws);
   // Takes every breakpoint byte and hijacked return address out of the process, and
   // marks its areas for the next functracer.
   void remove_instrumentation(Process& p);

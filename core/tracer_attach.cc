@@ -290,26 +290,16 @@ void Tracer::detach_all() {
         log::error("waitpid: {}", std::strerror(errno));
         break;
       }
-      ++stats_.stops;
     }
-    collect_for_detach(tid, status);
+    handle_status(tid, status);  // while detaching_: collect_for_detach
   }
   detaching_ = false;
 }
 
-void Tracer::collect_for_detach(pid_t tid, int status) {
-  WaitStatus ws = WaitStatus::classify(status);
-  Thread* t = thread_of(tid);
-  if (!t) {
-    if (WIFSTOPPED(status)) early_stops_[tid] = status;  // its creation event comes next
-    return;
-  }
-  FT_DEBUG("detaching, tid {}: {}", tid, ws.describe());
+void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
+  Thread* t = &thread;
+  pid_t tid = t->tid;
   switch (ws.kind) {
-    case WaitStatus::Kind::Exited:
-    case WaitStatus::Kind::Killed:
-      thread_gone(*t, ws);
-      return;
     case WaitStatus::Kind::EventStop:
       if (ws.event == PTRACE_EVENT_STOP && t->awaiting_initial_stop) {
         t->awaiting_initial_stop = false;
