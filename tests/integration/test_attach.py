@@ -13,6 +13,9 @@ usage: test_attach.py ATTACH_TARGET_EXECUTABLE
     out-of-line areas the first one left in the process); it
     finishes with its own checks passed and exit 0, and each trace is complete
     (every call closed, a detach record at the end, calls on all 4 threads);
+  * spawning: a program that creates and ends threads all the time is
+    attached to and detached from three times; threads created while it is
+    traced are traced, every trace is complete, and the program finishes;
   * blocked: a program blocked in read(2) is attached to (the system call is
     restarted, not failed); the lines it reads while traced are counted
     exactly, and it goes on reading after the detach;
@@ -177,6 +180,45 @@ def busy(ck, binary, tmp):
             target.wait()
 
 
+def spawning(ck, binary, tmp):
+    print("=== program creating and ending threads all the time, attached three times")
+    rounds = 2500
+    target = popen([binary, "spawn", rounds])
+    try:
+        line = target.stdout.readline().decode().strip()
+        if not ck.check(line == "ready", f"spawn: target did not start: {line!r}"):
+            return
+        for i in range(3):
+            label = f"spawn, round {i + 1}"
+            outdir = os.path.join(tmp, f"spawn-{i}")
+            cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "at_*,malloc,free", "-o", outdir,
+                   "-p", target.pid]
+            tracer = popen(cmd)
+            if not ck.check(wait_attached(outdir), f"{label}: functracer did not attach"):
+                tracer.kill()
+                tracer.communicate()
+                return
+            time.sleep(0.5 + 0.2 * i)
+            if not detach(ck, label, tracer, signal.SIGINT, cmd):
+                return
+            if not ck.check(target.poll() is None, f"{label}: target ended at detach "
+                            f"(status {target.returncode})"):
+                return
+            a = check_trace(ck, label, outdir, target.pid)
+            if a is not None:
+                tids = {t.tid for t in a.threads if t.calls["at_work"]}
+                print(f"{label}: {a.calls['at_work']} calls of at_work on {len(tids)} threads")
+                ck.check(len(tids) > 4, f"{label}: calls on {len(tids)} threads; threads created "
+                         f"while traced were not followed")
+        out, err = target.communicate(timeout=300)
+        ck.check_eq(target.returncode, 0, f"spawn: target exit status (stderr {err.decode()!r})")
+        ck.check(f"done rounds={rounds}" in out.decode(), f"spawn: target output {out.decode()!r}")
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+
+
 def line_hash(s):
     v = 5381
     for b in s.encode():
@@ -283,6 +325,7 @@ def main():
     ck = h.Checker("attach")
     with h.TempDir() as tmp:
         busy(ck, binary, tmp)
+        spawning(ck, binary, tmp)
         blocked(ck, binary, tmp)
         errors(ck, binary, tmp)
     ck.finish()

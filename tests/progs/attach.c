@@ -8,6 +8,10 @@
  *                         addresses possibly replaced). Every result is checked.
  *                         Prints "ready" once the threads run and "done ..." at
  *                         the end (exit 0). Run time is about ITERATIONS ms.
+ *   attach spawn [ROUNDS] Creates threads all the time: each round starts four
+ *                         threads that call at_level1 five times and exit, and
+ *                         joins them (threads appear and vanish while functracer
+ *                         attaches and detaches). "done rounds=N" at the end.
  *   attach read           Blocks in read(2) on stdin; every line read is passed
  *                         to at_line, whose result is printed. Prints "ready"
  *                         first and "done lines=N" at end of input.
@@ -68,6 +72,34 @@ TRACED unsigned long at_line(const char* line, size_t len) {
   return h;
 }
 
+static void* short_lived(void* arg) {
+  long base = (long)arg;
+  long bad = 0;
+  for (int i = 0; i < 5; ++i) {
+    long x = base + i;
+    if (at_level1(x) != (x + 1) * 5 + 3 + 2) ++bad;
+  }
+  return (void*)bad;
+}
+
+static int spawn_mode(int rounds) {
+  printf("ready\n");
+  fflush(stdout);
+  long bad = 0;
+  for (int r = 0; r < rounds; ++r) {
+    pthread_t t[THREADS];
+    for (long i = 0; i < THREADS; ++i) CHECK(pthread_create(&t[i], NULL, short_lived, (void*)(r * 100L + i * 10)) == 0);
+    for (int i = 0; i < THREADS; ++i) {
+      void* res;
+      CHECK(pthread_join(t[i], &res) == 0);
+      bad += (long)res;
+    }
+  }
+  CHECK(bad == 0);
+  printf("done rounds=%d\n", rounds);
+  return 0;
+}
+
 static int read_mode(void) {
   printf("ready\n");
   fflush(stdout);
@@ -96,6 +128,7 @@ static int read_mode(void) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "read") == 0) return read_mode();
+  if (argc > 1 && strcmp(argv[1], "spawn") == 0) return spawn_mode(argc > 2 ? atoi(argv[2]) : 300);
   if (argc > 1) iterations = atoi(argv[1]);
   pthread_t t[THREADS - 1];
   for (long i = 1; i < THREADS; ++i) CHECK(pthread_create(&t[i - 1], NULL, loop, (void*)(i * 1000000L)) == 0);
