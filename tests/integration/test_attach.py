@@ -16,6 +16,10 @@ usage: test_attach.py ATTACH_TARGET_EXECUTABLE
   * spawning: a program that creates and ends threads all the time is
     attached to and detached from three times; threads created while it is
     traced are traced, every trace is complete, and the program finishes;
+  * following: a shell that runs the program again and again is attached to
+    with -f; every child that ran while traced has its own trace with exactly
+    its one call, and the shell and its children finish normally after the
+    detach;
   * blocked: a program blocked in read(2) is attached to (the system call is
     restarted, not failed); the lines it reads while traced are counted
     exactly, and it goes on reading after the detach;
@@ -219,6 +223,51 @@ def spawning(ck, binary, tmp):
             target.wait()
 
 
+def following(ck, binary, tmp):
+    print("=== a shell starting the program again and again, attached with -f")
+    runs = 60
+    script = (f"i=0; while [ $i -lt {runs} ]; do i=$((i+1)); echo line$i | {binary} read > /dev/null "
+              f"|| exit 9; sleep 0.03; done; echo done")
+    target = popen(["sh", "-c", script])
+    outdir = os.path.join(tmp, "follow")
+    cmd = [h.functracer(), "-q", "-f", "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", target.pid]
+    try:
+        time.sleep(0.2)
+        tracer = popen(cmd)
+        if not ck.check(wait_attached(outdir), "follow: functracer did not attach"):
+            tracer.kill()
+            tracer.communicate()
+            return
+        time.sleep(1.5)
+        if not detach(ck, "follow", tracer, signal.SIGINT, cmd):
+            return
+        out, err = target.communicate(timeout=120)
+        ck.check_eq((target.returncode, out.decode()), (0, "done\n"),
+                    f"follow: the shell's status and output (stderr {err.decode()!r})")
+        files = trace_files(outdir)
+        whole = 0
+        for f in files:
+            records = h.dump_records(ck, [f])
+            if records is None:
+                continue
+            a = h.analyze(records)
+            h.report_problems(ck, a, f"follow: {os.path.basename(f)}")
+            types = {r.get("type") for r in records}
+            execs = [r for r in records if r.get("type") == "exec"]
+            # A child that started the program and exited while traced called at_line
+            # exactly once.
+            if "exit" in types and execs and execs[-1].get("exe") == binary:
+                whole += 1
+                ck.check_eq(a.calls["at_line"], 1, f"follow: calls of at_line in {os.path.basename(f)}")
+        print(f"follow: {len(files)} trace files, {whole} children traced from fork to exit")
+        ck.check(whole >= 3, f"follow: only {whole} children traced from fork to exit in "
+                 f"{[os.path.basename(f) for f in files]}")
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+
+
 def line_hash(s):
     v = 5381
     for b in s.encode():
@@ -326,6 +375,7 @@ def main():
     with h.TempDir() as tmp:
         busy(ck, binary, tmp)
         spawning(ck, binary, tmp)
+        following(ck, binary, tmp)
         blocked(ck, binary, tmp)
         errors(ck, binary, tmp)
     ck.finish()
