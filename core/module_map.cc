@@ -55,12 +55,17 @@ std::vector<MappedModule> modules_from_maps(const std::vector<MapsEntry>& maps) 
   std::vector<std::string> order;
   for (const auto& e : maps) {
     if (e.path.empty() || e.path[0] != '/') continue;
-    if (e.path.size() > 10 && e.path.ends_with(" (deleted)")) continue;
     auto [it, inserted] = by_path.try_emplace(e.path);
     MappedModule& m = it->second;
     if (inserted) {
+      static constexpr std::string_view kDeleted = " (deleted)";
       m.path = e.path;
+      if (m.path.ends_with(kDeleted)) {
+        m.path.resize(m.path.size() - kDeleted.size());
+        m.deleted = true;
+      }
       m.base = e.start;
+      m.base_end = e.end;
       m.offset = e.offset;
       m.end = e.end;
       m.dev = makedev(e.dev_major, e.dev_minor);
@@ -69,6 +74,7 @@ std::vector<MappedModule> modules_from_maps(const std::vector<MapsEntry>& maps) 
     }
     if (e.offset == 0 && (m.offset != 0 || e.start < m.base)) {
       m.base = e.start;
+      m.base_end = e.end;
       m.offset = 0;
     }
     m.end = std::max(m.end, e.end);

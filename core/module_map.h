@@ -18,9 +18,11 @@
 namespace ft {
 
 struct MappedModule {
-  std::string path;
+  std::string path;     // without the " (deleted)" the kernel appends to removed files
   uint64_t base = 0;    // start of the offset-0 mapping
+  uint64_t base_end = 0;  // end of the offset-0 mapping
   uint64_t end = 0;     // end of the highest mapping of the file
+  bool deleted = false; // removed or replaced on disk since it was mapped
   uint64_t offset = 0;  // file offset of the mapping at base (0)
   dev_t dev = 0;
   ino_t inode = 0;
@@ -37,7 +39,9 @@ struct MapsEntry {
 // Parses the text of /proc/PID/maps.
 std::vector<MapsEntry> parse_maps(const std::string& text);
 Result<std::vector<MapsEntry>> read_maps(pid_t pid);
-// File-backed ELF modules (paths starting with '/', not "(deleted)"), in address order.
+// File-backed ELF modules (paths starting with '/'), in address order. A file removed
+// or replaced since it was mapped is marked deleted (its path would now name another
+// file or none); read it through /proc (source_of).
 std::vector<MappedModule> modules_from_maps(const std::vector<MapsEntry>& maps);
 
 // A free range of `size` bytes within +-2 GiB of [near_start, near_end), preferring

@@ -31,6 +31,13 @@ std::string read_link(const std::string& p) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+std::string exe_of(pid_t pid) {
+  std::string exe = read_link("/proc/" + std::to_string(pid) + "/exe");
+  static constexpr std::string_view kDeleted = " (deleted)";
+  if (exe.ends_with(kDeleted)) exe.resize(exe.size() - kDeleted.size());
+  return exe;
+}
+
 std::string read_cmdline(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

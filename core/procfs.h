@@ -11,6 +11,9 @@ namespace ft {
 pid_t tgid_of(pid_t tid);                  // 0 when unknown
 bool same_address_space(pid_t a, pid_t b);  // kcmp(2) KCMP_VM
 std::string read_link(const std::string& path);
+// The executable of a process, without the " (deleted)" of a file removed or replaced
+// since it was started.
+std::string exe_of(pid_t pid);
 // /proc/PID/cmdline as one shell-quoted line.
 std::string read_cmdline(pid_t pid);
 // execvp's search: a name with a slash as is, else the first executable regular file

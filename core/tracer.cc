@@ -333,7 +333,7 @@ void Tracer::handle_exec(Thread& t) {
   }
   bool first = !p.started;
   p.started = true;
-  p.exe = read_link("/proc/" + std::to_string(p.pid()) + "/exe");
+  p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (first) {
     if (auto s = open_trace(p); !s) log::error("{}", s.error().message);

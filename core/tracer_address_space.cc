@@ -225,11 +225,20 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
 }
 
 void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main) {
-  auto elf = ElfImage::open(mm.path);
+  // A file removed or replaced since it was mapped is read through /proc: its path
+  // names another file now, or none.
+  std::string source = mm.path;
+  if (mm.deleted)
+    source = is_main ? fmt::format("/proc/{}/exe", p.pid())
+                     : fmt::format("/proc/{}/map_files/{:x}-{:x}", p.pid(), mm.base, mm.base_end);
+  auto elf = ElfImage::open(source);
   auto m = std::make_unique<Module>();
   m->map = mm;
   m->is_main = is_main;
   if (!elf) {
+    if (mm.deleted && !elf.error().message.ends_with("not an ELF file"))  // shared memory, data files
+      log::warn("{} was removed or replaced on disk since process {} loaded it, and cannot be read ({}): "
+                "its functions are not traced", mm.path, p.pid(), elf.error().message);
     FT_DEBUG("{}", elf.error().message);
     p.modules.push_back(std::move(m));
     return;
@@ -285,7 +294,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
     if (in.params && m.elf) {
       if (!m.dwarf_tried) {
         m.dwarf_tried = true;
-        m.dwarf = DwarfParams::open(m.map.path, m.elf->build_id(), m.elf->debuglink());
+        m.dwarf = DwarfParams::open(m.elf->path(), m.elf->build_id(), m.elf->debuglink());
       }
       if (m.dwarf)
         if (auto sig = m.dwarf->signature(sym.value)) {

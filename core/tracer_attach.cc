@@ -214,7 +214,7 @@ Status Tracer::stop_thread(Thread& t) {
 }
 
 Status Tracer::setup_attached(Process& p) {
-  p.exe = read_link("/proc/" + std::to_string(p.pid()) + "/exe");
+  p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (auto s = p.mem().open(); !s) return s;
   if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
@@ -247,7 +247,7 @@ Status Tracer::setup_attached(Process& p) {
   // Temporary code goes to the start of the executable's code: every thread is
   // stopped, and none is on its way there.
   for (const auto& e : *maps)
-    if (e.x && e.path == p.exe) {
+    if (e.x && e.path.starts_with(p.exe) && (e.path == p.exe || e.path == p.exe + " (deleted)")) {
       p.scratch = RemoteAddr(e.start);
       break;
     }

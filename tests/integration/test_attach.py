@@ -22,7 +22,8 @@ usage: test_attach.py ATTACH_TARGET_EXECUTABLE
     detach;
   * blocked: a program blocked in read(2) is attached to (the system call is
     restarted, not failed); the lines it reads while traced are counted
-    exactly, and it goes on reading after the detach;
+    exactly, and it goes on reading after the detach; the same once more with
+    the program's executable replaced on disk after it started;
   * errors: an unknown pid, a process already being traced, and (as an
     unprivileged user) a process of another user are each one clear line and
     exit status 1, and the process is left as it was.
@@ -275,19 +276,29 @@ def line_hash(s):
     return v
 
 
-def blocked(ck, binary, tmp):
-    print("=== program blocked in read(2)")
+def blocked(ck, binary, tmp, replaced=False):
+    """replaced: the executable is replaced on disk once the program runs (an
+    upgraded service); functracer reads the old one through /proc."""
+    name = "replaced" if replaced else "blocked"
+    print(f"=== program blocked in read(2){', its executable replaced on disk' if replaced else ''}")
+    if replaced:
+        copy = os.path.join(tmp, "victim")
+        shutil.copy(binary, copy)
+        binary = copy
     target = popen([binary, "read"], stdin=subprocess.PIPE)
-    outdir = os.path.join(tmp, "blocked")
+    if replaced:
+        shutil.copy("/bin/true", copy + ".new")
+        os.replace(copy + ".new", copy)
+    outdir = os.path.join(tmp, name)
     cmd = [h.functracer(), "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", target.pid]
     tracer = None
     try:
         line = target.stdout.readline().decode().strip()
-        if not ck.check(line == "ready", f"blocked: target did not start: {line!r}"):
+        if not ck.check(line == "ready", f"{name}: target did not start: {line!r}"):
             return
         time.sleep(0.2)  # in read() by now
         tracer = popen(cmd)
-        if not ck.check(wait_attached(outdir), "blocked: functracer did not attach"):
+        if not ck.check(wait_attached(outdir), f"{name}: functracer did not attach"):
             return
         time.sleep(0.3)
         lines = [f"line {i}" for i in range(5)] + [f"after {i}" for i in range(3)]
@@ -296,17 +307,17 @@ def blocked(ck, binary, tmp):
             target.stdin.write((s + "\n").encode())
             target.stdin.flush()
             got.append(target.stdout.readline().decode().rstrip("\n"))
-        if not detach(ck, "blocked", tracer, signal.SIGINT, cmd):
+        if not detach(ck, name, tracer, signal.SIGINT, cmd):
             return
         rest = "".join(s + "\n" for s in lines[5:]).encode()
         out, err = target.communicate(input=rest, timeout=60)
         got += out.decode().splitlines()
         want = [f"{s} {line_hash(s)}" for s in lines] + [f"done lines={len(lines)}"]
-        ck.check_eq(got, want, f"blocked: program output (stderr {err.decode()!r})")
-        ck.check_eq(target.returncode, 0, "blocked: target exit status")
-        a = check_trace(ck, "blocked", outdir, target.pid)
+        ck.check_eq(got, want, f"{name}: program output (stderr {err.decode()!r})")
+        ck.check_eq(target.returncode, 0, f"{name}: target exit status")
+        a = check_trace(ck, name, outdir, target.pid)
         if a is not None:
-            ck.check_eq(a.calls["at_line"], 5, "blocked: at_line calls traced while attached")
+            ck.check_eq(a.calls["at_line"], 5, f"{name}: at_line calls traced while attached")
     finally:
         for p in (tracer, target):
             if p is not None and p.poll() is None:
@@ -377,6 +388,7 @@ def main():
         spawning(ck, binary, tmp)
         following(ck, binary, tmp)
         blocked(ck, binary, tmp)
+        blocked(ck, binary, tmp, replaced=True)
         errors(ck, binary, tmp)
     ck.finish()
 
