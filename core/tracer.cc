@@ -525,6 +525,7 @@ void Tracer::write_module(Process& p, const Module& m) {
   r.ts_ns = monotonic_ns();
   r.add("base", Hex{m.map.base}).add("end", Hex{m.map.end}).add("offset", Hex{m.map.offset});
   r.add("path", m.map.path).add("build_id", m.elf ? m.elf->build_id() : std::string());
+  if (m.map.deleted) r.add("deleted", static_cast<int64_t>(1));
   p.trace->write(r);
 }
 
