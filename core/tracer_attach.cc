@@ -140,6 +140,14 @@ Status Tracer::seize_threads(Process& p) {
           if (tracer > 0)
             return Error::msg(fmt::format("cannot attach to process {}: it is already traced by process {}",
                                           p.pid(), tracer));
+          // Yama (ptrace_scope >= 1) refuses to attach to a process that is not a
+          // descendant unless functracer has CAP_SYS_PTRACE: say so.
+          std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+          int scope = 0;
+          if (yama >> scope && scope >= 1)
+            return Error::msg(fmt::format("cannot attach to process {}: permission denied "
+                                          "(kernel.yama.ptrace_scope is {}: attaching needs CAP_SYS_PTRACE{})",
+                                          p.pid(), scope, scope >= 3 ? ", and 3 forbids it altogether" : ""));
           return Error::msg(fmt::format("cannot attach to process {}: permission denied", p.pid()));
         }
         if (err == ESRCH) return Error::msg(fmt::format("no such process: {}", p.pid()));
