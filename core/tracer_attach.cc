@@ -146,8 +146,9 @@ Status Tracer::seize_threads(Process& p) {
           int scope = 0;
           if (yama >> scope && scope >= 1)
             return Error::msg(fmt::format("cannot attach to process {}: permission denied "
-                                          "(kernel.yama.ptrace_scope is {}: attaching needs CAP_SYS_PTRACE{})",
-                                          p.pid(), scope, scope >= 3 ? ", and 3 forbids it altogether" : ""));
+                                          "(kernel.yama.ptrace_scope is {}: {})",
+                                          p.pid(), scope, scope >= 3 ? "no process may attach"
+                                                                     : "attaching needs CAP_SYS_PTRACE"));
           return Error::msg(fmt::format("cannot attach to process {}: permission denied", p.pid()));
         }
         if (err == ESRCH) return Error::msg(fmt::format("no such process: {}", p.pid()));
