@@ -19,6 +19,8 @@
 #include <elf.h>
 #include <unistd.h>
 
+#include <map>
+
 #include "core/log.h"
 #include "core/symbol_policy.h"
 #include "core/tracer.h"
@@ -58,6 +60,8 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
   pending.swap(p.ifuncs);
   uint64_t hwcap = hwcap_of(p.pid());
   std::unordered_map<uint64_t, uint64_t> answers;  // resolver -> implementation (aliases share one)
+  // (module, where its code is) -> IFUNCs whose resolvers chose code no module holds
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> elsewhere;
   for (const PendingIfunc& f : pending) {
     uint64_t resolver = f.sym.value + f.module->bias;
     Result<uint64_t> impl = Error::msg("");
@@ -75,11 +79,11 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
       if (*impl >= m->map.base && *impl < m->map.end) home = m.get();
     if (!home || !home->elf) {
       ++stats_.refused;
-      std::string where = fmt::format("{:#x}, outside every module", *impl);
+      std::string where = "code outside every module";
       if (auto maps = read_maps(p.pid()))
         for (const auto& e : *maps)
           if (*impl >= e.start && *impl < e.end && e.path == "[vdso]") where = "code in the vDSO";
-      log::warn("cannot trace {} (IFUNC in {}): its resolver chose {}", f.demangled, f.module->map.path, where);
+      elsewhere[{f.module->map.path, where}].push_back(f.demangled);
       continue;
     }
     if (auto it = p.breakpoints.find(*impl); it != p.breakpoints.end() && it->second.traced) {
@@ -96,6 +100,12 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
     FT_DEBUG("IFUNC {} resolved to {:#x}", f.sym.name, *impl);
     plant(p, t, regs, *home, *impl, impl_sym, f.demangled, PluginHost::Interest{f.entry_mask, f.return_mask, f.params},
           kHookNone);
+  }
+  for (const auto& [key, names] : elsewhere) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    log::warn("cannot trace {} (IFUNC{} of {}): the resolver{} chose {}", list, names.size() == 1 ? "" : "s",
+              key.first, names.size() == 1 ? "" : "s", key.second);
   }
 }
 
