@@ -49,7 +49,11 @@ std::vector<pid_t> task_ids(pid_t pid) {
     if (end && *end == 0 && v > 0) out.push_back(static_cast<pid_t>(v));
   }
   ::closedir(d);
-  std::sort(out.begin(), out.end());
+  // The leader first: if it cannot be seized, nothing else has been.
+  std::sort(out.begin(), out.end(), [pid](pid_t a, pid_t b) {
+    if ((a == pid) != (b == pid)) return a == pid;
+    return a < b;
+  });
   return out;
 }
 
@@ -70,7 +74,8 @@ long status_field(pid_t pid, const std::string& name) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line))
-    if (line.compare(0, name.size() + 1, name + ":") == 0) return std::strtol(line.c_str() + name.size() + 1, nullptr, 10);
+    if (line.compare(0, name.size() + 1, name + ":") == 0)
+      return std::strtol(line.c_str() + name.size() + 1, nullptr, 10);
   return -1;
 }
 
