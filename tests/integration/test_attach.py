@@ -325,6 +325,23 @@ def blocked(ck, binary, tmp, replaced=False):
                 p.wait()
 
 
+def children_of(pid):
+    """Processes whose parent is pid (from /proc/*/stat)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
 def errors(ck, binary, tmp):
     print("=== attach errors")
     out = os.path.join(tmp, "errors")
@@ -334,9 +351,8 @@ def errors(ck, binary, tmp):
     try:
         line = first.stdout.readline().decode().strip()
         if ck.check(line == "ready", f"already traced: target did not start: {line!r}"):
-            kids = subprocess.run(["pgrep", "-P", str(first.pid)], capture_output=True, text=True)
-            pids = [int(x) for x in kids.stdout.split()]
-            if ck.check(len(pids) == 1, f"already traced: no child of functracer: {kids.stdout!r}"):
+            pids = children_of(first.pid)
+            if ck.check(len(pids) == 1, f"already traced: want one child of functracer, found {pids}"):
                 res = h.run([h.functracer(), "-e", "calltrace", "-o", out + "-2", "-p", pids[0]])
                 ck.check_eq(res.status, 1, f"already traced: exit status\n{res.describe()}")
                 ck.check(str(pids[0]) in res.err and "already traced" in res.err
