@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "arch/relocation.h"
@@ -146,6 +147,7 @@ class Process {
       if (a.value() >= m->map.base && a.value() < m->map.end) return m.get();
     return nullptr;
   }
+  Module* module_at(RemoteAddr a) { return const_cast<Module*>(std::as_const(*this).module_at(a)); }
 
  private:
   pid_t pid_;

@@ -11,13 +11,16 @@
 
 namespace ft {
 
-pid_t tgid_of(pid_t tid) {
+std::string status_field(pid_t tid, std::string_view name) {
   std::ifstream f("/proc/" + std::to_string(tid) + "/status");
   std::string line;
   while (std::getline(f, line))
-    if (line.starts_with("Tgid:")) return static_cast<pid_t>(std::atol(line.c_str() + 5));
-  return 0;
+    if (line.size() > name.size() && line.starts_with(name) && line[name.size()] == ':')
+      return line.substr(name.size() + 1);
+  return {};
 }
+
+pid_t tgid_of(pid_t tid) { return static_cast<pid_t>(std::atol(status_field(tid, "Tgid").c_str())); }
 
 bool same_address_space(pid_t a, pid_t b) {
   long rc = ::syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);

@@ -5,9 +5,13 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 
 namespace ft {
 
+// The text after "NAME:" on a line of /proc/TID/status (a thread's own view: SigPnd
+// is its private pending set), empty when there is none.
+std::string status_field(pid_t tid, std::string_view name);
 pid_t tgid_of(pid_t tid);                  // 0 when unknown
 bool same_address_space(pid_t a, pid_t b);  // kcmp(2) KCMP_VM
 std::string read_link(const std::string& path);

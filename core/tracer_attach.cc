@@ -57,26 +57,16 @@ std::vector<pid_t> task_ids(pid_t pid) {
   return out;
 }
 
-// Is a SIGTRAP pending for this very thread (SigPnd of /proc/PID/task/TID/status)?
-bool sigtrap_pending(pid_t pid, pid_t tid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.compare(0, 7, "SigPnd:") == 0) {
-      unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
-      return mask & (1ull << (SIGTRAP - 1));
-    }
-  return false;
+// Is a SIGTRAP pending for this very thread?
+bool sigtrap_pending(pid_t tid) {
+  unsigned long long mask = std::strtoull(status_field(tid, "SigPnd").c_str(), nullptr, 16);
+  return mask & (1ull << (SIGTRAP - 1));
 }
 
-// A field of /proc/PID/status ("PPid", "TracerPid"); -1 when unknown.
-long status_field(pid_t pid, const std::string& name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.compare(0, name.size() + 1, name + ":") == 0)
-      return std::strtol(line.c_str() + name.size() + 1, nullptr, 10);
-  return -1;
+// A number from /proc/PID/status ("PPid", "TracerPid"); -1 when unknown.
+long status_number(pid_t pid, std::string_view name) {
+  std::string v = status_field(pid, name);
+  return v.empty() ? -1 : std::strtol(v.c_str(), nullptr, 10);
 }
 
 }  // namespace
@@ -141,7 +131,7 @@ Status Tracer::seize_threads(Process& p) {
         if (tid != p.pid()) continue;  // gone, or attached already as the child of a seized thread
         int err = s.error().code;
         if (err == EPERM) {
-          long tracer = status_field(p.pid(), "TracerPid");
+          long tracer = status_number(p.pid(), "TracerPid");
           if (tracer > 0)
             return Error::msg(fmt::format("cannot attach to process {}: it is already traced by process {}",
                                           p.pid(), tracer));
@@ -170,7 +160,7 @@ Status Tracer::seize_threads(Process& p) {
   std::vector<Thread*> seized;
   for (auto& [tid, t] : p.threads) seized.push_back(t.get());
   for (Thread* t : seized) (void)stop_thread(*t);  // one that exits meanwhile is reported by the loop
-  if (p.threads.find(p.pid()) == p.threads.end() || !p.threads[p.pid()])
+  if (!p.threads.count(p.pid()))
     return Error::msg(fmt::format("no such process: {}", p.pid()));
   return {};
 }
@@ -234,11 +224,12 @@ Status Tracer::setup_attached(Process& p) {
   if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
   Thread* leader = p.threads.count(p.pid()) ? p.threads[p.pid()].get() : nullptr;
   {
+    long ppid = status_number(p.pid(), "PPid");
     TraceRecord r;
     r.type = "process";
-    r.add("ppid", static_cast<int64_t>(status_field(p.pid(), "PPid")));
+    r.add("ppid", static_cast<int64_t>(ppid));
     r.add("attached", static_cast<int64_t>(1));
-    lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, status_field(p.pid(), "PPid"), 0, nullptr, std::move(r),
+    lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, ppid, 0, nullptr, std::move(r),
               fmt::format("+++ attached to process {} +++", p.pid()));
   }
   // Code is injected through a thread in an ordinary stop; one in a group-stop would
@@ -320,7 +311,7 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
         start_initial_thread(*t);  // marks it stopped (or releases an unfollowed child)
         return;
       }
-      if (ws.event == PTRACE_EVENT_STOP && sigtrap_pending(t->process->pid(), tid)) {
+      if (ws.event == PTRACE_EVENT_STOP && sigtrap_pending(tid)) {
         // The thread executed a breakpoint, but the interrupt is reported before the
         // SIGTRAP is dequeued. Detached now, it would get the SIGTRAP: let it report
         // the signal first, which rewinds it.

@@ -74,9 +74,7 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
                 impl.error().message);
       continue;
     }
-    Module* home = nullptr;
-    for (auto& m : p.modules)
-      if (*impl >= m->map.base && *impl < m->map.end) home = m.get();
+    Module* home = p.module_at(RemoteAddr(*impl));
     if (!home || !home->elf) {
       ++stats_.refused;
       std::string where = "code outside every module";
