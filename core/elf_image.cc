@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -181,6 +182,7 @@ class Loader {
   std::string interp, build_id, debuglink;
   uint64_t init_addr = 0;  // the .init section (DT_INIT), 0 if none
   std::vector<ElfSegment> segments;
+  uint64_t eh_frame_hdr = 0, eh_frame_hdr_size = 0;  // PT_GNU_EH_FRAME
   std::vector<Candidate> candidates;
 
  private:
@@ -286,6 +288,10 @@ Status Loader::load_program_headers(const GElf_Ehdr& eh) {
       }
       case PT_DYNAMIC:
         has_dynamic_ = true;
+        break;
+      case PT_GNU_EH_FRAME:
+        eh_frame_hdr = ph.p_vaddr;
+        eh_frame_hdr_size = ph.p_memsz;
         break;
       case PT_NOTE:
         note_segments_.push_back(ph);
@@ -707,7 +713,22 @@ uint64_t name_hash(std::string_view name) { return std::hash<std::string_view>{}
 
 }  // namespace
 
-ElfImage::~ElfImage() = default;
+ElfImage::~ElfImage() {
+  if (file_) ::munmap(const_cast<uint8_t*>(file_), file_size_);
+}
+
+std::span<const uint8_t> ElfImage::read_only_bytes(uint64_t vaddr, uint64_t n) const {
+  if (!file_) return {};
+  for (const ElfSegment& seg : segments_) {
+    if (seg.flags & PF_W) continue;
+    if (vaddr < seg.vaddr || vaddr - seg.vaddr >= seg.filesz) continue;
+    uint64_t off = seg.offset + (vaddr - seg.vaddr);
+    uint64_t avail = std::min(seg.filesz - (vaddr - seg.vaddr), file_size_ - std::min(off, file_size_));
+    if (n > avail) return {};
+    return {file_ + off, static_cast<size_t>(n)};
+  }
+  return {};
+}
 
 Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
@@ -768,6 +789,17 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   image->entry_ = loader.entry;
   image->init_ = loader.init_addr;
   image->segments_ = std::move(loader.segments);
+  image->eh_frame_hdr_ = loader.eh_frame_hdr;
+  image->eh_frame_hdr_size_ = loader.eh_frame_hdr_size;
+  // The file stays mapped (private, read-only; pages are read only when touched) so
+  // that unwind tables and code can be read without asking the traced process.
+  if (file_size > 0) {
+    void* map = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (map != MAP_FAILED) {
+      image->file_ = static_cast<const uint8_t*>(map);
+      image->file_size_ = file_size;
+    }
+  }
 
   std::vector<Candidate>& cands = loader.candidates;
   merge_candidates(cands);

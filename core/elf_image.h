@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,8 @@ class ElfImage {
  public:
   static Result<std::unique_ptr<ElfImage>> open(const std::string& path);
   ~ElfImage();
+  ElfImage(const ElfImage&) = delete;
+  ElfImage& operator=(const ElfImage&) = delete;
 
   const std::string& path() const { return path_; }
   bool is_dyn() const { return is_dyn_; }                    // ET_DYN (PIE executable or shared library)
@@ -67,6 +70,15 @@ class ElfImage {
   const ElfSymbol* function_at(uint64_t addr) const;
   const ElfSymbol* find(const std::string& name) const;
 
+  // PT_GNU_EH_FRAME: link-time address and size of .eh_frame_hdr (0 if none), the
+  // binary-search table over .eh_frame that unwinders use.
+  uint64_t eh_frame_hdr() const { return eh_frame_hdr_; }
+  uint64_t eh_frame_hdr_size() const { return eh_frame_hdr_size_; }
+  // The n bytes at link-time address vaddr, if they lie in a read-only PT_LOAD segment
+  // (code, .rodata, unwind tables), read from the file: what the process has there
+  // too, except for the breakpoints functracer planted. Empty if not.
+  std::span<const uint8_t> read_only_bytes(uint64_t vaddr, uint64_t n) const;
+
  private:
   ElfImage() = default;
   std::string path_, interp_, build_id_, debuglink_;
@@ -74,6 +86,9 @@ class ElfImage {
   uint16_t machine_ = 0;
   uint64_t entry_ = 0;
   uint64_t init_ = 0;
+  uint64_t eh_frame_hdr_ = 0, eh_frame_hdr_size_ = 0;
+  const uint8_t* file_ = nullptr;  // the whole file, mapped read-only
+  uint64_t file_size_ = 0;
   std::vector<ElfSegment> segments_;
   std::vector<ElfSymbol> functions_;
   // Lookup indexes built by open(): max_end_[i] is the largest end address (value + size,

@@ -23,8 +23,14 @@ int host_pid(ft_ctx* c) { return c->process->pid(); }
 int host_tid(ft_ctx* c) { return c->thread ? c->thread->tid : c->process->pid(); }
 uint64_t host_time(ft_ctx* c) { return c->now_ns; }
 unsigned host_depth(ft_ctx* c) { return c->depth; }
-uint64_t host_arg(ft_ctx* c, unsigned i) { return c->regs ? c->regs->arg(i) : 0; }
-uint64_t host_retval(ft_ctx* c) { return c->regs ? c->regs->ret() : 0; }
+uint64_t host_arg(ft_ctx* c, unsigned i) {
+  if (c->syscall) return i < 6 ? c->syscall->args[i] : 0;
+  return c->regs ? c->regs->arg(i) : 0;
+}
+uint64_t host_retval(ft_ctx* c) {
+  if (c->syscall) return static_cast<uint64_t>(c->syscall->ret);
+  return c->regs ? c->regs->ret() : 0;
+}
 
 long host_read_memory(ft_ctx* c, ft_addr addr, void* buf, size_t n) {
   auto r = c->process->mem().read(RemoteAddr(addr), {static_cast<uint8_t*>(buf), n});
@@ -74,10 +80,34 @@ uint64_t host_fp_arg(ft_ctx* c, unsigned i) {
   return v;
 }
 
+int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
+  if (!c->thread || max <= 0 || !frames) return 0;
+  Registers regs;
+  if (c->regs) {
+    regs = *c->regs;
+  } else {
+    auto r = ptrace::get_regs(c->thread->tid);  // a lifecycle event: the thread is stopped, or gone
+    if (!r) return 0;
+    regs = *r;
+  }
+  bool skip_first = false;
+  if (c->call_pc) {
+    regs.set_ip(c->call_pc);
+    skip_first = true;
+  } else if (c->return_to) {
+    regs.set_ip(c->return_to);
+  }
+  Process& p = *c->process;
+  if (!p.unwinder) p.unwinder = std::make_unique<Backtracer>();
+  static_assert(sizeof(ft_addr) == sizeof(uint64_t));
+  return static_cast<int>(
+      p.unwinder->capture(p, *c->thread, regs, skip_first, {reinterpret_cast<uint64_t*>(frames), static_cast<size_t>(max)}));
+}
+
 const ft_host_api kHostApi = {
     FT_PLUGIN_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
     host_depth, host_arg, host_retval, host_read_memory, host_read_string, host_record, host_print,
-    host_fp_arg,
+    host_fp_arg, host_backtrace,
 };
 
 std::string self_dir() {
@@ -171,8 +201,15 @@ Status PluginHost::load(const std::string& name_or_path) {
     return Error::msg("plugin " + path + " was built for plugin API version " + std::to_string(v) +
                       ", this functracer speaks version " + std::to_string(FT_PLUGIN_API_VERSION));
   }
+  if (p->size < sizeof(ft_plugin)) {
+    ::dlclose(h);
+    return Error::msg("plugin " + path + " has a plugin table of " + std::to_string(p->size) +
+                      " bytes, API version " + std::to_string(FT_PLUGIN_API_VERSION) + " needs " +
+                      std::to_string(sizeof(ft_plugin)));
+  }
   if (plugins_.size() >= 64) return Error::msg("too many plugins (at most 64)");
   plugins_.push_back({h, p, path});
+  if (p->syscall) wants_syscalls_ = true;
   return {};
 }
 
@@ -192,12 +229,26 @@ PluginHost::Interest PluginHost::offer(const ft_symbol& sym) {
   for (size_t i = 0; i < plugins_.size(); ++i) {
     const ft_plugin* p = plugins_[i].plugin;
     if (!p->symbol) continue;
-    unsigned f = p->symbol(p->data, &sym);
+    uint64_t tag = 0;
+    unsigned f = p->symbol(p->data, &sym, &tag);
     if (f & FT_TRACE_ENTRY) in.entry_mask |= 1ull << i;
     if (f & FT_TRACE_RETURN) in.return_mask |= 1ull << i;
     if (f & FT_TRACE_PARAMS) in.params = true;
+    if ((f & (FT_TRACE_ENTRY | FT_TRACE_RETURN)) && tag != 0) in.tags.emplace_back(static_cast<uint32_t>(i), tag);
   }
   return in;
+}
+
+void PluginHost::module(ft_ctx& ctx, const ft_module& m) {
+  for (const auto& l : plugins_)
+    if (l.plugin->module) l.plugin->module(l.plugin->data, &ctx, &m);
+}
+
+void PluginHost::syscall(ft_ctx& ctx, const ft_syscall& sc) {
+  ctx.syscall = &sc;
+  for (const auto& l : plugins_)
+    if (l.plugin->syscall) l.plugin->syscall(l.plugin->data, &ctx, &sc);
+  ctx.syscall = nullptr;
 }
 
 void PluginHost::call(ft_ctx& ctx, const FunctionInfo& fn) {
@@ -205,6 +256,7 @@ void PluginHost::call(ft_ctx& ctx, const FunctionInfo& fn) {
   for (size_t i = 0; i < plugins_.size(); ++i)
     if ((fn.entry_mask >> i) & 1) {
       const ft_plugin* p = plugins_[i].plugin;
+      v.tag = fn.tag_of(static_cast<uint32_t>(i));
       if (p->call) p->call(p->data, &ctx, &v);
     }
 }
@@ -214,6 +266,7 @@ void PluginHost::ret(ft_ctx& ctx, const FunctionInfo& fn) {
   for (size_t i = 0; i < plugins_.size(); ++i)
     if ((fn.return_mask >> i) & 1) {
       const ft_plugin* p = plugins_[i].plugin;
+      v.tag = fn.tag_of(static_cast<uint32_t>(i));
       if (p->ret) p->ret(p->data, &ctx, &v);
     }
 }
@@ -223,6 +276,7 @@ void PluginHost::unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason
   for (size_t i = 0; i < plugins_.size(); ++i)
     if ((fn.return_mask >> i) & 1) {
       const ft_plugin* p = plugins_[i].plugin;
+      v.tag = fn.tag_of(static_cast<uint32_t>(i));
       if (p->unwound) p->unwound(p->data, &ctx, &v, reason);
     }
 }

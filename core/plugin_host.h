@@ -25,6 +25,11 @@ struct ft_ctx {
   unsigned depth = 0;
   user_fpregs_struct fp{};  // fetched on first use (ft_host_api.fp_arg)
   bool fp_valid = false;
+  // Where a backtrace starts: at a call, the traced function's entry (its own frame is
+  // left out); at a return, the real return address (regs->ip is the trampoline).
+  uint64_t call_pc = 0;
+  uint64_t return_to = 0;
+  const ft_syscall* syscall = nullptr;  // at a system call stop
 };
 
 namespace ft {
@@ -44,12 +49,12 @@ class PluginHost {
   void set_streaming(bool s) { streaming_ = s; }
   bool streaming() const { return streaming_; }
 
-  struct Interest {
-    uint64_t entry_mask = 0, return_mask = 0;
-    bool params = false;
-    bool any() const { return entry_mask || return_mask; }
-  };
+  using Interest = ft::Interest;
   Interest offer(const ft_symbol& sym);
+  void module(ft_ctx& ctx, const ft_module& m);
+  // Some plugin wants system call stops.
+  bool wants_syscalls() const { return wants_syscalls_; }
+  void syscall(ft_ctx& ctx, const ft_syscall& sc);
 
   void call(ft_ctx& ctx, const FunctionInfo& fn);
   void ret(ft_ctx& ctx, const FunctionInfo& fn);
@@ -75,6 +80,7 @@ class PluginHost {
   std::vector<Loaded> plugins_;
   std::map<std::string, std::string> options_;
   bool streaming_ = false;
+  bool wants_syscalls_ = false;
 };
 
 // The host of the running session (the C callbacks find it here).

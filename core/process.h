@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "arch/relocation.h"
+#include "core/backtracer.h"
 #include "core/call_stack.h"
 #include "core/dwarf_params.h"
 #include "core/elf_image.h"
@@ -40,14 +41,35 @@ struct Module {
   bool init_hooked = false;  // its .init carries a kHookModuleInit breakpoint (or cannot)
 };
 
+// What the plugins want of a function: bit i of a mask stands for the i-th plugin;
+// tags are (plugin index, the tag its symbol callback chose), for the plugins that
+// chose one.
+struct Interest {
+  uint64_t entry_mask = 0, return_mask = 0;
+  bool params = false;
+  std::vector<std::pair<uint32_t, uint64_t>> tags;
+  bool any() const { return entry_mask || return_mask; }
+  void merge(const Interest& o) {
+    entry_mask |= o.entry_mask;
+    return_mask |= o.return_mask;
+    params = params || o.params;
+    for (const auto& t : o.tags)
+      if (tag_of(t.first) == 0) tags.push_back(t);
+  }
+  uint64_t tag_of(uint32_t plugin) const {
+    for (const auto& [i, tag] : tags)
+      if (i == plugin) return tag;
+    return 0;
+  }
+};
+
 // An IFUNC a plugin wants traced: its resolver is called in the process once the
 // modules are relocated, and the implementation it returns gets the breakpoint.
 struct PendingIfunc {
   const Module* module = nullptr;
   ElfSymbol sym;
   std::string demangled;
-  uint64_t entry_mask = 0, return_mask = 0;
-  bool params = false;
+  Interest interest;
 };
 
 // A function the tracer has a breakpoint on, or had (ids stay valid for the shadow
@@ -59,6 +81,12 @@ struct FunctionInfo {
   RemoteAddr address;
   uint64_t entry_mask = 0;   // plugins that want calls
   uint64_t return_mask = 0;  // plugins that want returns
+  std::vector<std::pair<uint32_t, uint64_t>> tags;  // as in Interest
+  uint64_t tag_of(uint32_t plugin) const {
+    for (const auto& [i, tag] : tags)
+      if (i == plugin) return tag;
+    return 0;
+  }
   std::vector<ft_param_kind> params;  // integer-register order (see ft_function)
   std::vector<uint8_t> param_sizes;
   std::vector<int8_t> param_regs;
@@ -66,7 +94,7 @@ struct FunctionInfo {
   int ret_kind = -1;
   unsigned ret_size = 8;
   ft_function view() const {
-    return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), nparams,
+    return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), 0, nparams,
                        params.empty() ? nullptr : params.data(),
                        param_sizes.empty() ? nullptr : param_sizes.data(),
                        param_regs.empty() ? nullptr : param_regs.data(), ret_kind, ret_size};
@@ -97,6 +125,7 @@ struct Thread {
   // yet (stopped), possibly a group-stop (the program was stopped by SIGSTOP & co.).
   bool stopped = false;
   bool group_stop = false;
+  long syscall_nr = -1;  // the system call between its entry and exit stops
   // Where _Unwind_Backtrace returns to (ip, sp after the return): rearm there.
   uint64_t rearm_ip = 0, rearm_sp = 0;
 };
@@ -117,7 +146,8 @@ class Process {
   std::vector<PendingIfunc> ifuncs;  // not resolved yet
   std::unordered_map<uint64_t, uint64_t> ifunc_impls;  // implementation -> resolver, once resolved
   RemoteAddr trampoline;
-  RemoteAddr r_debug;  // the dynamic linker's struct r_debug, if known
+  RemoteAddr r_debug;
+  std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace  // the dynamic linker's struct r_debug, if known
   std::map<pid_t, std::unique_ptr<Thread>> threads;
   std::unique_ptr<TraceWriter> trace;
   bool silent = false;        // a child kept under control only until it execs (not reported)

@@ -23,6 +23,8 @@ const char* request_name(__ptrace_request req) {
     case PTRACE_GETFPREGS: return "GETFPREGS";
     case PTRACE_GETEVENTMSG: return "GETEVENTMSG";
     case PTRACE_GETSIGINFO: return "GETSIGINFO";
+    case PTRACE_SYSCALL: return "SYSCALL";
+    case PTRACE_GET_SYSCALL_INFO: return "GET_SYSCALL_INFO";
     default: return "?";
   }
 }
@@ -49,6 +51,9 @@ Status set_options(pid_t tid, unsigned long options) {
   return request(PTRACE_SETOPTIONS, tid, nullptr, as_data(options));
 }
 Status cont(pid_t tid, int sig) { return request(PTRACE_CONT, tid, nullptr, as_data(static_cast<unsigned>(sig))); }
+Status syscall(pid_t tid, int sig) {
+  return request(PTRACE_SYSCALL, tid, nullptr, as_data(static_cast<unsigned>(sig)));
+}
 Status listen(pid_t tid) { return request(PTRACE_LISTEN, tid, nullptr, nullptr); }
 Status detach(pid_t tid, int sig) {
   return request(PTRACE_DETACH, tid, nullptr, as_data(static_cast<unsigned>(sig)));
@@ -81,6 +86,12 @@ Result<siginfo_t> siginfo(pid_t tid) {
   siginfo_t si{};
   if (auto s = request(PTRACE_GETSIGINFO, tid, nullptr, &si); !s) return s.error();
   return si;
+}
+
+Result<__ptrace_syscall_info> syscall_info(pid_t tid) {
+  __ptrace_syscall_info info{};
+  if (auto s = request(PTRACE_GET_SYSCALL_INFO, tid, as_data(sizeof info), &info); !s) return s.error();
+  return info;
 }
 
 }  // namespace ft::ptrace

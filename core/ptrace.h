@@ -10,6 +10,7 @@
 //    ptrace-stop; ESRCH otherwise.
 #pragma once
 
+#include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/user.h>
 #include <signal.h>
@@ -24,6 +25,8 @@ namespace ft::ptrace {
 Status seize(pid_t tid, unsigned long options);
 Status set_options(pid_t tid, unsigned long options);
 Status cont(pid_t tid, int sig = 0);
+// PTRACE_SYSCALL: continue, stopping at the next system call entry or exit.
+Status syscall(pid_t tid, int sig = 0);
 Status listen(pid_t tid);
 Status detach(pid_t tid, int sig = 0);
 Status interrupt(pid_t tid);
@@ -32,5 +35,7 @@ Status set_regs(pid_t tid, const Registers& regs);
 Result<user_fpregs_struct> get_fp_regs(pid_t tid);
 Result<unsigned long> event_msg(pid_t tid);
 Result<siginfo_t> siginfo(pid_t tid);
+// PTRACE_GET_SYSCALL_INFO (Linux 5.3): what a syscall-stop is (entry or exit).
+Result<__ptrace_syscall_info> syscall_info(pid_t tid);
 
 }  // namespace ft::ptrace

@@ -137,7 +137,9 @@ void Tracer::resume(Thread& t, int sig) {
     sig = t.held_signal;
     t.held_signal = 0;
   }
-  (void)ptrace::cont(t.tid, sig);  // ESRCH: it died meanwhile; its exit status follows
+  // ESRCH: it died meanwhile; its exit status follows.
+  if (host_.wants_syscalls()) (void)ptrace::syscall(t.tid, sig);
+  else (void)ptrace::cont(t.tid, sig);
 }
 
 void Tracer::handle_status(pid_t tid, int status) {
@@ -188,7 +190,7 @@ void Tracer::handle_status(pid_t tid, int status) {
       (void)ptrace::listen(tid);
       return;
     case WaitStatus::Kind::SyscallStop:
-      resume(*t);
+      on_syscall(*t);
       return;
     case WaitStatus::Kind::SignalStop:
       if (ws.signal == SIGTRAP) handle_sigtrap(*t);
@@ -308,6 +310,7 @@ void Tracer::forget_image(Thread& t) {
   if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
   // The old image's breakpoints and areas went with it.
   p.modules.clear();
+  p.unwinder.reset();
   p.breakpoints.clear();
   p.areas.clear();
   p.trampoline = RemoteAddr();
@@ -434,6 +437,29 @@ void Tracer::handle_signal(Thread& t, int sig) {
     lifecycle(p, &t, FT_EVENT_SIGNAL, sig, 0, name.c_str(), std::move(r), "--- " + name + " ---");
   }
   resume(t, sig);
+}
+
+void Tracer::on_syscall(Thread& t) {
+  Process& p = *t.process;
+  auto info = ptrace::syscall_info(t.tid);
+  if (info && !p.silent && enabled_ &&
+      (info->op == PTRACE_SYSCALL_INFO_ENTRY || info->op == PTRACE_SYSCALL_INFO_EXIT)) {
+    ft_syscall sc{};
+    if (info->op == PTRACE_SYSCALL_INFO_ENTRY) {
+      sc.nr = static_cast<long>(info->entry.nr);
+      for (int i = 0; i < 6; ++i) sc.args[i] = info->entry.args[i];
+      t.syscall_nr = sc.nr;
+    } else {
+      sc.nr = t.syscall_nr;  // the exit stop does not say which call it ends
+      sc.is_exit = 1;
+      sc.ret = info->exit.rval;
+      t.syscall_nr = -1;
+    }
+    ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+    host_.syscall(c, sc);
+    ++stats_.syscalls;
+  }
+  resume(t);
 }
 
 void Tracer::handle_sigtrap(Thread& t) {

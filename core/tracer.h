@@ -32,9 +32,10 @@ struct TracerStats {
   uint64_t returns = 0;       // traced returns reported
   uint64_t unwound = 0;       // frames left without returning
   uint64_t lifecycle = 0;     // thread/process/signal events
+  uint64_t syscalls = 0;      // system call entries and exits reported
   uint64_t breakpoints = 0;   // planted
   uint64_t refused = 0;       // functions that could not be traced safely
-  uint64_t events() const { return calls + returns + unwound + lifecycle; }
+  uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }
 };
 
 class Tracer {
@@ -70,6 +71,7 @@ class Tracer {
   // exec: the other threads and the old image's modules, breakpoints and areas are gone.
   void forget_image(Thread& t);
   void handle_sigtrap(Thread& t);
+  void on_syscall(Thread& t);
   void handle_signal(Thread& t, int sig);
   void on_entry(Thread& t, Registers& regs, Breakpoint& bp);
   void on_return(Thread& t, Registers& regs);
@@ -85,7 +87,7 @@ class Tracer {
   void rescan_modules(Process& p, Thread& t, Registers& regs);
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
-             const std::string& demangled, const PluginHost::Interest& in, unsigned hooks);
+             const std::string& demangled, const Interest& in, unsigned hooks);
   // A bare breakpoint at addr (or the one already there); nullptr if refused.
   Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);

@@ -207,6 +207,12 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
       continue;
     }
     FT_DEBUG("process {}: module {} unloaded", p.pid(), m.map.path);
+    if (m.elf && !p.silent) {
+      ft_module fm{m.map.path.c_str(), m.map.base, m.map.end, m.elf->build_id().c_str(), m.is_main ? 1 : 0, 0};
+      ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+      host_.module(c, fm);
+    }
+    if (p.unwinder) p.unwinder->flush();
     std::erase_if(p.ifuncs, [&](const PendingIfunc& f) { return f.module == &m; });
     for (auto b = p.breakpoints.begin(); b != p.breakpoints.end();)
       b = b->second.module == &m ? p.breakpoints.erase(b) : std::next(b);
@@ -257,6 +263,11 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   p.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
+  if (!p.silent) {
+    ft_module fm{mm.path.c_str(), mm.base, mm.end, img->build_id().c_str(), is_main ? 1 : 0, 1};
+    ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+    host_.module(c, fm);
+  }
   for (const ElfSymbol& sym : img->functions()) {
     if (is_fragment(sym.name)) continue;
     if (not_a_called_function(sym.name) || sym.value == img->entry()) {
@@ -272,7 +283,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     if (sym.ifunc) {
       // The symbol is the resolver; the implementation it picks is what the program
       // calls. It is asked once the module is relocated (tracer_ifunc.cc).
-      if (in.any()) p.ifuncs.push_back(PendingIfunc{&mod, sym, dem, in.entry_mask, in.return_mask, in.params});
+      if (in.any()) p.ifuncs.push_back(PendingIfunc{&mod, sym, dem, in});
       continue;
     }
     if (hooks == kHookLinker)
@@ -282,7 +293,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
 }
 
 void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
-                   const std::string& demangled, const PluginHost::Interest& in, unsigned hooks) {
+                   const std::string& demangled, const Interest& in, unsigned hooks) {
   auto add_function = [&](Breakpoint& bp) {
     FunctionInfo fi;
     fi.name = sym.name;
@@ -291,6 +302,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
     fi.address = RemoteAddr(addr);
     fi.entry_mask = in.entry_mask;
     fi.return_mask = in.return_mask;
+    fi.tags = in.tags;
     if (in.params && m.elf) {
       if (!m.dwarf_tried) {
         m.dwarf_tried = true;
@@ -321,8 +333,11 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
       if (!bp.traced) {
         add_function(bp);
       } else {
-        p.functions[bp.fn].entry_mask |= in.entry_mask;
-        p.functions[bp.fn].return_mask |= in.return_mask;
+        FunctionInfo& fi = p.functions[bp.fn];
+        fi.entry_mask |= in.entry_mask;
+        fi.return_mask |= in.return_mask;
+        for (const auto& tag : in.tags)
+          if (fi.tag_of(tag.first) == 0) fi.tags.push_back(tag);
       }
     }
     return;

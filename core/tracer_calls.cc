@@ -161,6 +161,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     }
     if (fn.entry_mask) {
       ft_ctx c = ctx(p, &t, &regs, now, depth);
+      c.call_pc = addr;
       host_.call(c, fn);
       ++stats_.calls;
     }
@@ -190,6 +191,7 @@ void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::R
     --outer;
     const FunctionInfo& fn = p.functions[r.returned[i].fn];
     ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
+    c.return_to = r.real_ret;
     host_.ret(c, fn);
     ++stats_.returns;
   }

@@ -96,7 +96,7 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
     impl_sym.value = *impl - home->bias;
     impl_sym.ifunc = false;
     FT_DEBUG("IFUNC {} resolved to {:#x}", f.sym.name, *impl);
-    plant(p, t, regs, *home, *impl, impl_sym, f.demangled, PluginHost::Interest{f.entry_mask, f.return_mask, f.params},
+    plant(p, t, regs, *home, *impl, impl_sym, f.demangled, f.interest,
           kHookNone);
   }
   for (const auto& [key, names] : elsewhere) {

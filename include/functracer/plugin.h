@@ -15,10 +15,12 @@
  * traced thread named by the context is stopped. A context (ft_ctx) is valid only
  * during the callback that received it.
  *
- * Which functions are traced is decided by the plugins: for every function symbol of
- * every module the program maps, the host asks each plugin's `symbol` callback, which
- * returns FT_TRACE_* flags (0: not interested). A function is traced if any plugin
- * wants it; call/return events go to the plugins that asked for them.
+ * Which functions are traced is decided by the plugins: when a module is mapped, each
+ * plugin's `module` callback hears of it, then for every function symbol in it the host
+ * asks each plugin's `symbol` callback, which returns FT_TRACE_* flags (0: not
+ * interested) and may tag the function with a number of its choosing. A function is
+ * traced if any plugin wants it; call/return events go to the plugins that asked for
+ * them, each with its own tag.
  *
  * Nothing C++ crosses this boundary; all strings are NUL-terminated UTF-8 or raw bytes
  * as in the program.
@@ -33,7 +35,7 @@
 extern "C" {
 #endif
 
-#define FT_PLUGIN_API_VERSION 1u
+#define FT_PLUGIN_API_VERSION 2u
 
 typedef uint64_t ft_addr;     /* an address in the traced process */
 typedef struct ft_ctx ft_ctx; /* opaque: the event being delivered */
@@ -79,6 +81,7 @@ typedef struct ft_function {
   const char *demangled;
   const char *module;
   ft_addr address;
+  uint64_t tag; /* what this plugin's `symbol` callback set for it (0 by default) */
   /* The parameters from DWARF, in declaration order, with the register the calling
    * convention puts each in (a struct returned in memory adds its hidden pointer
    * first; the list stops at a parameter whose registers cannot be known, such as a
@@ -91,16 +94,36 @@ typedef struct ft_function {
   unsigned ret_size;                 /* bytes (8 when unknown) */
 } ft_function;
 
+/* A module (executable, shared library) mapped into or unmapped from a process. */
+typedef struct ft_module {
+  const char *path;    /* as mapped (/proc/PID/maps) */
+  ft_addr base, end;   /* its mapping, end exclusive */
+  const char *build_id; /* lowercase hex, "" if none */
+  int is_main_program;
+  int loaded;          /* 1: mapped (its symbols are offered next); 0: unmapped */
+} ft_module;
+
+/* A system call stop (ft_plugin.syscall). */
+typedef struct ft_syscall {
+  long nr;           /* x86-64 system call number */
+  int is_exit;       /* 0: entry (args valid), 1: exit (ret valid) */
+  uint64_t args[6];  /* at entry */
+  int64_t ret;       /* at exit: the result, -errno on failure */
+} ft_syscall;
+
 /* Lifecycle events (ft_plugin.event). */
 enum ft_event_kind {
-  FT_EVENT_PROCESS_CREATED, /* tracing of a process started (launch, attach, fork) */
+  FT_EVENT_PROCESS_CREATED, /* tracing of a process started (launch, attach, fork);
+                               value: the traced parent's pid for a forked child, else 0;
+                               address: 1 when attached (-p), else 0 */
   FT_EVENT_THREAD_CREATED,
   FT_EVENT_THREAD_EXITED,   /* value: exit status */
   FT_EVENT_EXEC,            /* text: new executable */
   FT_EVENT_SIGNAL,          /* value: signal number delivered to the program */
   FT_EVENT_EXITED,          /* value: exit status of the process */
   FT_EVENT_KILLED,          /* value: signal number; address: faulting address or 0 */
-  FT_EVENT_DETACHED,        /* functracer let go of the process (interrupted) */
+  FT_EVENT_DETACHED,        /* tracing interrupted: functracer lets go of the process,
+                               which runs on untraced (detach on SIGINT/SIGTERM, -p) */
 };
 
 typedef struct ft_event {
@@ -160,6 +183,14 @@ typedef struct ft_host_api {
    * call, or of the floating-point return register (i = 0) at a return. Costs one
    * more request to the kernel per event; 0 if it cannot be read. */
   uint64_t (*fp_arg)(ft_ctx *ctx, unsigned i);
+
+  /* The call stack of ctx's thread, through libunwind: at most max return addresses,
+   * innermost first, starting with the return address of the traced function (the
+   * caller's pc) at a call or return event, with the thread's pc at other events.
+   * Return addresses functracer replaced with its trampoline are given as the real
+   * ones. Returns the number of frames written (0 when none can be found). Costs one
+   * read of the stack per event plus unwind-table lookups, which are cached. */
+  int (*backtrace)(ft_ctx *ctx, ft_addr *frames, int max);
 } ft_host_api;
 
 /* What a plugin gives functracer. Unused callbacks may be NULL. */
@@ -169,12 +200,20 @@ typedef struct ft_plugin {
   const char *name;
   void *data;           /* passed back to every callback */
 
-  unsigned (*symbol)(void *data, const ft_symbol *sym);
+  /* A module was mapped (before its symbols are offered) or unmapped. */
+  void (*module)(void *data, ft_ctx *ctx, const ft_module *mod);
+  /* FT_TRACE_* flags for sym; *tag (0 on entry) may be set to a value that comes
+   * back in ft_function.tag of this plugin's events for that function. */
+  unsigned (*symbol)(void *data, const ft_symbol *sym, uint64_t *tag);
   void (*call)(void *data, ft_ctx *ctx, const ft_function *fn);
   void (*ret)(void *data, ft_ctx *ctx, const ft_function *fn);
-  /* The frame of fn was left without a return; reason "longjmp", "exception", "exit". */
+  /* The frame of fn was left without a return; reason "longjmp", "exception", "exit",
+   * "detach". */
   void (*unwound)(void *data, ft_ctx *ctx, const ft_function *fn, const char *reason);
   void (*event)(void *data, ft_ctx *ctx, const ft_event *ev);
+  /* System call entries and exits of every traced thread. Opt-in: when any plugin has
+   * this callback, threads stop at every system call (two more stops per call). */
+  void (*syscall)(void *data, ft_ctx *ctx, const ft_syscall *sc);
   /* End of the session (all processes gone or detached). */
   void (*finish)(void *data);
 } ft_plugin;

@@ -107,7 +107,7 @@ std::string without_params(const char* demangled) {
   return demangled;
 }
 
-unsigned on_symbol(void*, const ft_symbol* sym) {
+unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_PARAMS;
   if (state.patterns.empty()) {
     if (!sym->is_main_program || sym->is_plt || compiler_generated(sym->name)) return 0;
@@ -348,8 +348,18 @@ void on_finish(void*) {
 }
 
 ft_plugin plugin = {
-    FT_PLUGIN_API_VERSION, sizeof(ft_plugin), "calltrace", nullptr, on_symbol, on_call, on_return, on_unwound,
-    on_event, on_finish,
+    .api_version = FT_PLUGIN_API_VERSION,
+    .size = sizeof(ft_plugin),
+    .name = "calltrace",
+    .data = nullptr,
+    .module = nullptr,
+    .symbol = on_symbol,
+    .call = on_call,
+    .ret = on_return,
+    .unwound = on_unwound,
+    .event = on_event,
+    .syscall = nullptr,
+    .finish = on_finish,
 };
 
 }  // namespace

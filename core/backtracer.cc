@@ -1,0 +1,217 @@
+#include "core/backtracer.h"
+
+#define UNW_REMOTE_ONLY
+#include <libunwind.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "core/process.h"
+
+// Exported by libunwind but not declared in its public headers: the search of a
+// .eh_frame_hdr table that _UPT_find_proc_info also ends in.
+extern "C" int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di,
+                                                  unw_proc_info_t* pi, int need_unwind_info, void* arg);
+
+namespace ft {
+namespace {
+
+constexpr size_t kFirstWindow = 8 << 10;      // bytes of stack read at first
+constexpr uint64_t kMaxWindow = 8ull << 20;   // never read more than this of one stack
+
+// .eh_frame_hdr (LSB, "Exception Frame Header"): version 1, three encodings, the
+// encoded .eh_frame pointer and FDE count, then the table of (initial location, FDE)
+// pairs. Only the encodings every linker writes are handled: a 4-byte FDE count and
+// a table of datarel sdata4 pairs.
+constexpr uint8_t kDwEhPeUdata4 = 0x03, kDwEhPeSdata4 = 0x0b, kDwEhPeDatarel = 0x30;
+
+}  // namespace
+
+struct Backtracer::Impl {
+  unw_addr_space_t as = nullptr;
+  // The backtrace being taken.
+  Process* process = nullptr;
+  const Registers* regs = nullptr;
+  Backtracer::Stats* stats = nullptr;
+  std::vector<uint8_t> window;
+  uint64_t win_lo = 0, win_hi = 0;
+  bool win_at_end = false;  // a short read: the stack mapping ends at win_hi
+  std::vector<std::pair<uint64_t, uint64_t>> patches;  // hijacked slot -> real return address
+
+  void patch(uint8_t* buf, uint64_t lo, uint64_t hi) const {
+    for (auto [slot, real] : patches)
+      if (slot >= lo && slot + 8 <= hi) std::memcpy(buf + (slot - lo), &real, 8);
+  }
+
+  bool grow_window(uint64_t need_end) {
+    if (win_at_end) return false;
+    uint64_t want = std::max<uint64_t>(need_end - win_lo, 2 * (win_hi - win_lo));
+    if (want > kMaxWindow) want = std::max<uint64_t>(need_end - win_lo, kMaxWindow);
+    if (want > kMaxWindow) return false;
+    size_t old = window.size();
+    window.resize(static_cast<size_t>(want));
+    auto got = process->mem().read(RemoteAddr(win_hi), {window.data() + old, window.size() - old});
+    ++stats->stack_reads;
+    size_t n = got ? *got : 0;
+    if (n < window.size() - old) win_at_end = true;
+    window.resize(old + n);
+    uint64_t new_hi = win_lo + window.size();
+    patch(window.data(), win_lo, new_hi);
+    bool grew = new_hi > win_hi;
+    win_hi = new_hi;
+    return grew;
+  }
+
+  bool read_word(uint64_t addr, unw_word_t* out) {
+    if (addr >= win_lo && addr - win_lo <= kMaxWindow) {
+      while (addr + 8 > win_hi)
+        if (!grow_window(addr + 8)) break;
+      if (addr + 8 <= win_hi) {
+        std::memcpy(out, window.data() + (addr - win_lo), 8);
+        return true;
+      }
+    }
+    if (const Module* m = process->module_at(RemoteAddr(addr)); m && m->elf) {
+      auto bytes = m->elf->read_only_bytes(addr - m->bias, 8);
+      if (bytes.size() == 8) {
+        std::memcpy(out, bytes.data(), 8);
+        return true;
+      }
+    }
+    uint64_t v = 0;
+    auto got = process->mem().read(RemoteAddr(addr), {reinterpret_cast<uint8_t*>(&v), 8});
+    ++stats->other_reads;
+    if (!got || *got != 8) return false;
+    for (auto [slot, real] : patches)
+      if (slot == addr) v = real;
+    *out = v;
+    return true;
+  }
+};
+
+namespace {
+
+Backtracer::Impl* impl_of(void* arg) { return static_cast<Backtracer::Impl*>(arg); }
+
+int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info, void* arg) {
+  Backtracer::Impl* s = impl_of(arg);
+  const Module* m = s->process->module_at(RemoteAddr(ip));
+  if (!m || !m->elf || m->elf->eh_frame_hdr() == 0) return -UNW_ENOINFO;
+  const ElfImage& elf = *m->elf;
+  auto hdr = elf.read_only_bytes(elf.eh_frame_hdr(), 12);
+  if (hdr.size() != 12 || hdr[0] != 1) return -UNW_ENOINFO;
+  uint8_t ptr_enc = hdr[1], count_enc = hdr[2], table_enc = hdr[3];
+  if ((ptr_enc & 0x0f) != kDwEhPeSdata4 && (ptr_enc & 0x0f) != kDwEhPeUdata4) return -UNW_ENOINFO;
+  if (count_enc != kDwEhPeUdata4 || table_enc != (kDwEhPeDatarel | kDwEhPeSdata4)) return -UNW_ENOINFO;
+  uint32_t fde_count = 0;
+  std::memcpy(&fde_count, hdr.data() + 8, 4);
+  uint64_t hdr_addr = elf.eh_frame_hdr() + m->bias;
+  unw_dyn_info_t di{};
+  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  di.start_ip = m->map.base;
+  di.end_ip = m->map.end;
+  di.u.rti.name_ptr = 0;
+  di.u.rti.segbase = hdr_addr;
+  di.u.rti.table_len = static_cast<unw_word_t>(fde_count) * 8 / sizeof(unw_word_t);
+  di.u.rti.table_data = hdr_addr + 12;
+  return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+// The table-format unwind info dwarf_search_unwind_table hands out is released by
+// libunwind itself.
+void put_unwind_info(unw_addr_space_t, unw_proc_info_t*, void*) {}
+
+int get_dyn_info_list_addr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
+
+int access_mem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
+  if (write) return -UNW_EINVAL;
+  return impl_of(arg)->read_word(addr, val) ? 0 : -UNW_EINVAL;
+}
+
+int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
+  if (write) return -UNW_EINVAL;
+  const user_regs_struct& r = impl_of(arg)->regs->raw;
+  switch (reg) {
+    case UNW_X86_64_RAX: *val = r.rax; break;
+    case UNW_X86_64_RDX: *val = r.rdx; break;
+    case UNW_X86_64_RCX: *val = r.rcx; break;
+    case UNW_X86_64_RBX: *val = r.rbx; break;
+    case UNW_X86_64_RSI: *val = r.rsi; break;
+    case UNW_X86_64_RDI: *val = r.rdi; break;
+    case UNW_X86_64_RBP: *val = r.rbp; break;
+    case UNW_X86_64_RSP: *val = r.rsp; break;
+    case UNW_X86_64_R8: *val = r.r8; break;
+    case UNW_X86_64_R9: *val = r.r9; break;
+    case UNW_X86_64_R10: *val = r.r10; break;
+    case UNW_X86_64_R11: *val = r.r11; break;
+    case UNW_X86_64_R12: *val = r.r12; break;
+    case UNW_X86_64_R13: *val = r.r13; break;
+    case UNW_X86_64_R14: *val = r.r14; break;
+    case UNW_X86_64_R15: *val = r.r15; break;
+    case UNW_X86_64_RIP: *val = r.rip; break;
+    default: return -UNW_EBADREG;
+  }
+  return 0;
+}
+
+int access_fpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EBADREG; }
+int resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
+int get_proc_name(unw_addr_space_t, unw_word_t, char*, size_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
+
+unw_accessors_t g_accessors = {find_proc_info, put_unwind_info, get_dyn_info_list_addr, access_mem,
+                               access_reg,     access_fpreg,    resume,                 get_proc_name};
+
+}  // namespace
+
+Backtracer::Backtracer() : impl_(std::make_unique<Impl>()) {
+  impl_->as = unw_create_addr_space(&g_accessors, 0);
+  if (impl_->as) unw_set_caching_policy(impl_->as, UNW_CACHE_GLOBAL);
+}
+
+Backtracer::~Backtracer() {
+  if (impl_->as) unw_destroy_addr_space(impl_->as);
+}
+
+void Backtracer::flush() {
+  if (impl_->as) unw_flush_cache(impl_->as, 0, 0);
+}
+
+size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool skip_first, std::span<uint64_t> out) {
+  Impl& s = *impl_;
+  if (!s.as || out.empty()) return 0;
+  ++stats_.backtraces;
+  s.process = &p;
+  s.regs = &regs;
+  s.stats = &stats_;
+  s.patches.clear();
+  for (const ShadowFrame& f : t.stack.frames()) {
+    if (!f.armed || f.site) continue;
+    // Tail-call partners share a slot; the outermost frame holds the real address.
+    if (std::none_of(s.patches.begin(), s.patches.end(), [&](const auto& e) { return e.first == f.slot; }))
+      s.patches.emplace_back(f.slot, f.real_ret);
+  }
+  s.win_lo = s.win_hi = regs.sp();
+  s.win_at_end = false;
+  s.window.clear();
+  s.window.reserve(kFirstWindow);
+  s.grow_window(s.win_lo + kFirstWindow);
+
+  size_t n = 0;
+  unw_cursor_t cursor;
+  if (unw_init_remote(&cursor, s.as, &s) == 0) {
+    bool more = !skip_first || unw_step(&cursor) > 0;
+    while (more && n < out.size()) {
+      unw_word_t ip = 0;
+      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+      out[n++] = ip;
+      more = unw_step(&cursor) > 0;
+    }
+  }
+  stats_.frames += n;
+  s.process = nullptr;
+  s.regs = nullptr;
+  return n;
+}
+
+}  // namespace ft

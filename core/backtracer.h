@@ -1,0 +1,62 @@
+// Backtracer: call stacks of a stopped traced thread, through libunwind's remote
+// interface (libunwind(3), unw_create_addr_space(3)).
+//
+// libunwind walks the stack from the thread's registers using the DWARF CFI of each
+// module (.eh_frame through .eh_frame_hdr's search table) and falls back to the frame
+// pointer chain where there is none. It asks for everything through accessors, which
+// are where the cost is, so they are ours rather than libunwind-ptrace's (_UPT_*),
+// which read one word per PTRACE_PEEKDATA and reopen a module's ELF file whenever the
+// unwinder moves to another module:
+//
+//  - The stack is read as one window from the stack pointer up, in one system call
+//    per backtrace (grown on demand for deep stacks).
+//  - Unwind tables and code are read from the module files, which ElfImage keeps
+//    mapped: no system call, and never the int3 bytes functracer planted.
+//  - Unwind info is looked up in the module's .eh_frame_hdr table (found from the
+//    process's module list, no /proc reads), and libunwind caches what it computed
+//    per address space (UNW_CACHE_GLOBAL); the cache is flushed when modules go away.
+//  - Return addresses functracer replaced with its trampoline are served as the real
+//    ones from the thread's shadow stack, so backtraces are never cut at a traced
+//    frame.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/registers.h"
+
+namespace ft {
+
+class Process;
+struct Thread;
+
+class Backtracer {
+ public:
+  Backtracer();
+  ~Backtracer();
+  Backtracer(const Backtracer&) = delete;
+  Backtracer& operator=(const Backtracer&) = delete;
+
+  // The call stack of thread t, stopped with registers regs, innermost first, into out.
+  // With skip_first, the frame of regs.ip itself is left out (an event at a function's
+  // entry reports from its caller on). Returns the number of frames written.
+  size_t capture(Process& p, Thread& t, const Registers& regs, bool skip_first, std::span<uint64_t> out);
+
+  // Modules were unmapped or replaced: forget cached unwind information.
+  void flush();
+
+  struct Stats {
+    uint64_t backtraces = 0, frames = 0, stack_reads = 0, other_reads = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  Stats stats_;
+};
+
+}  // namespace ft
