@@ -29,14 +29,18 @@ std::string usage_text() {
 
 Trace function calls of a program without rebuilding it.
 
-  -e, --plugin=NAME|PATH    plugin to run: calltrace (the default), or a path to a
-                            plugin .so; repeatable
+  -e, --plugin=NAME|PATH[:OPTS]
+                            plugin to run: memtrace (the default; calltrace when -a
+                            is given), calltrace, fileops, or a path to a plugin .so;
+                            repeatable; OPTS are the plugin's own, comma-separated
+                            (memtrace:mmap)
   -a, --audit=PATTERNS      functions to trace: comma-separated globs or @FILE, matched
                             against mangled and demangled names; PATTERN@LIB limits a
                             pattern to modules whose path contains LIB
   -o, --output=DIR          write one trace file per process into DIR (created if
                             missing); without -o events are printed on stderr
-  -b, --backtrace-depth=N   frames per event (0 turns backtraces off)
+  -b, --backtrace-depth=N   frames per event (memtrace, fileops: 10 by default; 0
+                            turns backtraces off)
   -A, --backtrace-all       backtraces for releases too
   -M, --monitor=SIZES       backtraces only for allocations of these sizes
   -f, --follow-forks        trace children and exec'd programs too
@@ -112,7 +116,8 @@ Result<Options> parse_options(int argc, char** argv) {
   for (int i = optind; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty() && o.attach.empty()) return usage_error("no program to run and no -p PID");
   if (!o.command.empty() && !o.attach.empty()) return usage_error("give either a program to run or -p PID, not both");
-  if (o.plugins.empty()) o.plugins.push_back("calltrace");
+  // -a names functions to trace, which is what calltrace does; otherwise the heap.
+  if (o.plugins.empty()) o.plugins.push_back(o.audit.empty() ? "memtrace" : "calltrace");
   return o;
 }
 

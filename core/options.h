@@ -10,6 +10,9 @@
 
 namespace ft {
 
+// Frames per backtrace when -b is not given (what memtrace and fileops take).
+constexpr int kDefaultBacktraceDepth = 10;
+
 struct Options {
   std::vector<std::string> plugins;  // -e, in order; default calltrace
   std::string audit;                 // -a

@@ -158,7 +158,13 @@ std::vector<std::string> PluginHost::available() {
   return {names.begin(), names.end()};
 }
 
-Status PluginHost::load(const std::string& name_or_path) {
+Status PluginHost::load(const std::string& spec) {
+  // NAME:OPTS or PATH:OPTS (a path that exists as given is taken whole).
+  std::string name_or_path = spec, opts;
+  if (auto colon = spec.find(':'); colon != std::string::npos && ::access(spec.c_str(), F_OK) != 0) {
+    name_or_path = spec.substr(0, colon);
+    opts = spec.substr(colon + 1);
+  }
   std::string path;
   bool by_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".so");
   if (by_path) {
@@ -183,6 +189,21 @@ Status PluginHost::load(const std::string& name_or_path) {
   }
   for (const auto& l : plugins_)
     if (l.path == path) return {};
+  // The plugin's options are "NAME.KEY" for host->option, NAME being the plugin's
+  // file name without ".so"; a key without a value is "1".
+  std::string prefix = path.substr(path.rfind('/') + 1);
+  if (prefix.ends_with(".so")) prefix.resize(prefix.size() - 3);
+  for (size_t start = 0; start < opts.size();) {
+    size_t comma = opts.find(',', start);
+    if (comma == std::string::npos) comma = opts.size();
+    std::string item = opts.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == 0) return Error::msg("bad option '" + item + "' for plugin " + prefix);
+    if (eq == std::string::npos) options_[prefix + "." + item] = "1";
+    else options_[prefix + "." + item.substr(0, eq)] = item.substr(eq + 1);
+  }
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return Error::msg("cannot load plugin " + path + ": " + ::dlerror());
   auto init = reinterpret_cast<ft_plugin_init_fn>(::dlsym(h, FT_PLUGIN_INIT_SYMBOL));
@@ -201,6 +222,13 @@ Status PluginHost::load(const std::string& name_or_path) {
     return Error::msg("plugin " + path + " was built for plugin API version " + std::to_string(v) +
                       ", this functracer speaks version " + std::to_string(FT_PLUGIN_API_VERSION));
   }
+  // Its options must all be known to it: it looks every one up in its init.
+  for (auto it = options_.lower_bound(prefix + "."); it != options_.end() && it->first.starts_with(prefix + ".");
+       ++it)
+    if (!asked_.count(it->first)) {
+      ::dlclose(h);
+      return Error::msg("plugin " + prefix + " has no option '" + it->first.substr(prefix.size() + 1) + "'");
+    }
   if (p->size < sizeof(ft_plugin)) {
     ::dlclose(h);
     return Error::msg("plugin " + path + " has a plugin table of " + std::to_string(p->size) +
@@ -220,6 +248,7 @@ std::string PluginHost::names() const {
 }
 
 const char* PluginHost::option(const char* key) const {
+  asked_.insert(key);
   auto it = options_.find(key);
   return it == options_.end() ? nullptr : it->second.c_str();
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,8 @@ class PluginHost {
   ~PluginHost();
 
   // NAME (looked up in the plugin directories) or a path to a .so.
-  Status load(const std::string& name_or_path);
+  // NAME or PATH, optionally followed by ":OPTS" (the plugin's own options).
+  Status load(const std::string& spec);
   size_t count() const { return plugins_.size(); }
   std::string names() const;  // comma-separated
 
@@ -79,6 +81,7 @@ class PluginHost {
   };
   std::vector<Loaded> plugins_;
   std::map<std::string, std::string> options_;
+  mutable std::set<std::string> asked_;  // options some plugin looked up
   bool streaming_ = false;
   bool wants_syscalls_ = false;
 };

@@ -343,7 +343,7 @@ void Tracer::handle_exec(Thread& t) {
     TraceRecord r;
     r.type = "process";
     r.add("ppid", static_cast<int64_t>(::getpid()));
-    lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, ::getpid(), 0, nullptr, std::move(r), "");
+    lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, 0, 0, nullptr, std::move(r), "");
   } else {
     TraceRecord r;
     r.type = "exec";
@@ -539,7 +539,7 @@ Status Tracer::open_trace(Process& p) {
   r.add("cmdline", p.cmdline);
   r.add("start_realtime_ns", static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec);
   r.add("plugins", host_.names());
-  r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? 0 : opts_.backtrace_depth));
+  r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
   p.trace->write(r);
   return {};
 }

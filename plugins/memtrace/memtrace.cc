@@ -1,0 +1,572 @@
+// memtrace: follows the heap blocks of the traced processes — every allocator entry
+// point a C or C++ program uses — and records when each block becomes live and when it
+// is released, with a backtrace, so that functracer-postproc can report leaks, peaks
+// and allocation hot spots (records: doc/trace-format.md, section 3.5).
+//
+// Cost: an allocation is two ptrace stops (entry: its arguments; return: the block),
+// free one (entry only). Calls made inside another allocator call on the same thread
+// (calloc calling malloc in some allocators, operator new calling malloc) are skipped:
+// a block is recorded once, by the entry point the program called.
+//
+// Options: -b N frames per allocation (10 by default, 0: none), -A frames for
+// releases too, -M SIZES frames only for allocations of these sizes (100,4096-8192),
+// -e memtrace:mmap also records mmap/munmap/mremap as a separate resource.
+#include <cstdarg>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "functracer/plugin.h"
+
+namespace {
+
+const ft_host_api* host = nullptr;
+
+// What an entry point does, and where its arguments are. The tag of every traced
+// function (ft_function.tag) is its Kind.
+enum Kind : uint64_t {
+  kNone,
+  kMalloc,         // (size)
+  kCalloc,         // (nmemb, size)
+  kRealloc,        // (ptr, size)
+  kReallocArray,   // (ptr, nmemb, size)
+  kFree,           // (ptr)
+  kMemalign,       // (align, size): memalign, aligned_alloc
+  kPosixMemalign,  // (void **memptr, align, size) -> 0 or an error number
+  kValloc,         // (size): valloc, pvalloc
+  kNew,            // (size): throws on failure
+  kNewNothrow,     // (size, const nothrow_t&)
+  kNewAligned,     // (size, align_val_t)
+  kNewAlignedNothrow,
+  kDelete,         // (ptr, ...): every operator delete/delete[]
+  kMmap,           // (addr, len, prot, flags, fd, off)
+  kMunmap,         // (addr, len)
+  kMremap,         // (old, old_len, new_len, flags, ...)
+};
+
+struct Name {
+  const char* name;
+  Kind kind;
+};
+
+// Linkage names: C functions, and operator new/delete of the Itanium C++ ABI
+// (_Znwm: new(size_t), _Znam: new[](size_t), _ZdlPv: delete(void*), ...).
+constexpr Name kNames[] = {
+    {"malloc", kMalloc},
+    {"calloc", kCalloc},
+    {"realloc", kRealloc},
+    {"reallocarray", kReallocArray},
+    {"free", kFree},
+    {"cfree", kFree},
+    {"memalign", kMemalign},
+    {"aligned_alloc", kMemalign},
+    {"posix_memalign", kPosixMemalign},
+    {"valloc", kValloc},
+    {"pvalloc", kValloc},
+    {"_Znwm", kNew},
+    {"_Znam", kNew},
+    {"_ZnwmRKSt9nothrow_t", kNewNothrow},
+    {"_ZnamRKSt9nothrow_t", kNewNothrow},
+    {"_ZnwmSt11align_val_t", kNewAligned},
+    {"_ZnamSt11align_val_t", kNewAligned},
+    {"_ZnwmSt11align_val_tRKSt9nothrow_t", kNewAlignedNothrow},
+    {"_ZnamSt11align_val_tRKSt9nothrow_t", kNewAlignedNothrow},
+    {"_ZdlPv", kDelete},
+    {"_ZdaPv", kDelete},
+    {"_ZdlPvm", kDelete},
+    {"_ZdaPvm", kDelete},
+    {"_ZdlPvSt11align_val_t", kDelete},
+    {"_ZdaPvSt11align_val_t", kDelete},
+    {"_ZdlPvmSt11align_val_t", kDelete},
+    {"_ZdaPvmSt11align_val_t", kDelete},
+    {"_ZdlPvRKSt9nothrow_t", kDelete},
+    {"_ZdaPvRKSt9nothrow_t", kDelete},
+    {"_ZdlPvSt11align_val_tRKSt9nothrow_t", kDelete},
+    {"_ZdaPvSt11align_val_tRKSt9nothrow_t", kDelete},
+    {"mmap", kMmap},
+    {"mmap64", kMmap},
+    {"munmap", kMunmap},
+    {"mremap", kMremap},
+};
+
+bool is_mapping(Kind k) { return k == kMmap || k == kMunmap || k == kMremap; }
+
+struct Options {
+  unsigned depth = 10;
+  bool frames_for_releases = false;
+  bool mmap = false;
+  std::vector<std::pair<uint64_t, uint64_t>> monitor;  // size ranges; empty: every size
+  bool streaming = false;
+};
+Options opts;
+
+// A call waiting for its return.
+struct Pending {
+  Kind kind = kNone;
+  unsigned depth = 0;  // host depth of the call
+  bool outer = false;  // not inside another allocator call: record it
+  uint64_t size = 0, align = 0, ptr = 0, memptr = 0, len = 0;
+  bool size_overflow = false;
+};
+
+struct ThreadState {
+  std::vector<Pending> open;  // innermost last
+  unsigned nesting = 0;       // open allocator calls
+};
+
+struct Block {
+  uint64_t size = 0;
+};
+
+struct ProcessState {
+  std::unordered_map<uint64_t, Block> live;
+  std::unordered_set<uint64_t> released;  // released and not allocated again
+  bool attached = false;
+  uint64_t allocs = 0, frees = 0, failed = 0, bad_unknown = 0, bad_double = 0;
+  uint64_t live_bytes = 0, peak_bytes = 0;
+};
+
+std::unordered_map<int, ProcessState> processes;
+std::unordered_map<int, ThreadState> threads;
+unsigned warnings_left = 10;
+
+ProcessState& process_of(ft_ctx* ctx) { return processes[host->pid(ctx)]; }
+
+bool parse_u64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+bool parse_monitor(std::string_view s) {
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+    size_t dash = item.find('-');
+    uint64_t lo = 0, hi = 0;
+    if (dash == std::string_view::npos) {
+      if (!parse_u64(item, &lo)) return false;
+      hi = lo;
+    } else if (!parse_u64(item.substr(0, dash), &lo) || !parse_u64(item.substr(dash + 1), &hi) || hi < lo) {
+      return false;
+    }
+    opts.monitor.emplace_back(lo, hi);
+  }
+  return !opts.monitor.empty();
+}
+
+bool monitored(uint64_t size) {
+  if (opts.monitor.empty()) return true;
+  for (auto [lo, hi] : opts.monitor)
+    if (size >= lo && size <= hi) return true;
+  return false;
+}
+
+// Records one event; frames are taken when wanted.
+class Rec {
+ public:
+  Rec(ft_ctx* ctx, const char* type, const ft_function* fn) : ctx_(ctx), type_(type) {
+    add_str("function", fn->name);
+  }
+  Rec& add_str(const char* key, const char* s) {
+    ft_field f{};
+    f.key = key;
+    f.kind = FT_FIELD_STRING;
+    f.s = s;
+    fields_[n_++] = f;
+    return *this;
+  }
+  Rec& add_int(const char* key, int64_t v) {
+    ft_field f{};
+    f.key = key;
+    f.kind = FT_FIELD_INT;
+    f.i = v;
+    fields_[n_++] = f;
+    return *this;
+  }
+  Rec& add_hex(const char* key, uint64_t v) {
+    ft_field f{};
+    f.key = key;
+    f.kind = FT_FIELD_HEX;
+    f.u = v;
+    fields_[n_++] = f;
+    return *this;
+  }
+  Rec& frames(bool want) {
+    if (!want || opts.depth == 0) return *this;
+    int n = host->backtrace(ctx_, frames_, static_cast<int>(opts.depth));
+    if (n <= 0) return *this;
+    ft_field f{};
+    f.key = "frames";
+    f.kind = FT_FIELD_HEX_LIST;
+    f.list = frames_;
+    f.list_len = static_cast<size_t>(n);
+    fields_[n_++] = f;
+    return *this;
+  }
+  void write() { host->record(ctx_, type_, fields_, n_); }
+
+ private:
+  static constexpr unsigned kMaxDepth = 1024;
+  ft_ctx* ctx_;
+  const char* type_;
+  ft_field fields_[8];
+  size_t n_ = 0;
+  uint64_t frames_[kMaxDepth];
+};
+
+void print(ft_ctx* ctx, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void print(ft_ctx* ctx, const char* fmt, ...) {
+  if (!opts.streaming) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  host->print(ctx, line);
+}
+
+void record_alloc(ft_ctx* ctx, const ft_function* fn, uint64_t addr, uint64_t size, uint64_t align) {
+  ProcessState& ps = process_of(ctx);
+  auto [it, fresh] = ps.live.try_emplace(addr, Block{size});
+  if (!fresh) {
+    // The allocator handed out a block that is still live for us: its release went
+    // by a path memtrace does not see. Count the old one as released.
+    ps.live_bytes -= it->second.size;
+    it->second.size = size;
+  }
+  ps.released.erase(addr);
+  ++ps.allocs;
+  ps.live_bytes += size;
+  if (ps.live_bytes > ps.peak_bytes) ps.peak_bytes = ps.live_bytes;
+  Rec r(ctx, "alloc", fn);
+  r.add_int("size", static_cast<int64_t>(size > INT64_MAX ? INT64_MAX : size)).add_hex("address", addr);
+  if (align) r.add_int("align", static_cast<int64_t>(align));
+  r.frames(monitored(size)).write();
+}
+
+void record_failed(ft_ctx* ctx, const ft_function* fn, uint64_t size) {
+  ++process_of(ctx).failed;
+  Rec r(ctx, "alloc_failed", fn);
+  r.add_int("size", static_cast<int64_t>(size > INT64_MAX ? INT64_MAX : size)).frames(true).write();
+  print(ctx, "%s(%" PRIu64 ") failed", fn->demangled, size);
+}
+
+// A release of addr (not NULL). Returns false for an address that is not live.
+bool record_release(ft_ctx* ctx, const ft_function* fn, uint64_t addr) {
+  ProcessState& ps = process_of(ctx);
+  auto it = ps.live.find(addr);
+  if (it != ps.live.end()) {
+    ps.live_bytes -= it->second.size;
+    ps.live.erase(it);
+    ps.released.insert(addr);
+    ++ps.frees;
+    Rec(ctx, "free", fn).add_hex("address", addr).frames(opts.frames_for_releases).write();
+    return true;
+  }
+  bool twice = ps.released.count(addr) != 0;
+  (twice ? ps.bad_double : ps.bad_unknown)++;
+  Rec(ctx, "bad_free", fn).add_hex("address", addr).add_str("reason", twice ? "double" : "unknown").frames(true).write();
+  // Releases of blocks allocated before an attach are expected; in a program traced
+  // from its start they are bugs.
+  if (!ps.attached && warnings_left > 0) {
+    --warnings_left;
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "memtrace: process %d thread %d: %s of %s pointer %#" PRIx64, host->pid(ctx),
+                  host->tid(ctx), fn->demangled, twice ? "an already released" : "a never allocated", addr);
+    host->warn(msg);
+  }
+  return false;
+}
+
+void on_mapping_return(ft_ctx* ctx, const ft_function* fn, const Pending& p, uint64_t ret) {
+  constexpr uint64_t kMapFailed = ~uint64_t{0};
+  switch (p.kind) {
+    case kMmap:
+      if (ret == kMapFailed) return;
+      Rec(ctx, "map", fn).add_hex("address", ret).add_int("size", static_cast<int64_t>(p.len)).frames(true).write();
+      print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn->demangled, p.len, ret);
+      return;
+    case kMunmap:
+      if (ret != 0) return;
+      Rec(ctx, "unmap", fn).add_hex("address", p.ptr).add_int("size", static_cast<int64_t>(p.len)).write();
+      print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ")", fn->demangled, p.ptr, p.len);
+      return;
+    case kMremap:
+      if (ret == kMapFailed) return;
+      Rec(ctx, "unmap", fn).add_hex("address", p.ptr).add_int("size", static_cast<int64_t>(p.len)).write();
+      Rec(ctx, "map", fn).add_hex("address", ret).add_int("size", static_cast<int64_t>(p.size)).frames(true).write();
+      return;
+    default:
+      return;
+  }
+}
+
+unsigned on_symbol(void*, const ft_symbol* sym, uint64_t* tag) {
+  if (sym->is_plt) return 0;
+  for (const Name& n : kNames) {
+    if (std::strcmp(sym->name, n.name) != 0) continue;
+    if (is_mapping(n.kind) && !opts.mmap) return 0;
+    *tag = n.kind;
+    // free only needs its argument: one stop. Everything else is followed to its
+    // return (operator delete too: the free inside it must be seen as nested).
+    return n.kind == kFree ? FT_TRACE_ENTRY : FT_TRACE_ENTRY | FT_TRACE_RETURN;
+  }
+  return 0;
+}
+
+void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
+  Kind kind = static_cast<Kind>(fn->tag);
+  ThreadState& ts = threads[host->tid(ctx)];
+  if (kind == kFree) {
+    uint64_t ptr = host->arg(ctx, 0);
+    if (ts.nesting == 0 && ptr != 0) {
+      if (record_release(ctx, fn, ptr)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, ptr);
+    }
+    return;
+  }
+  Pending p;
+  p.kind = kind;
+  p.depth = host->depth(ctx);
+  p.outer = ts.nesting == 0;
+  ++ts.nesting;
+  uint64_t a0 = host->arg(ctx, 0), a1 = host->arg(ctx, 1), a2 = host->arg(ctx, 2);
+  switch (kind) {
+    case kMalloc:
+    case kValloc:
+    case kNew:
+    case kNewNothrow:
+      p.size = a0;
+      break;
+    case kNewAligned:
+    case kNewAlignedNothrow:
+      p.size = a0;
+      p.align = a1;
+      break;
+    case kCalloc:
+      p.size_overflow = __builtin_mul_overflow(a0, a1, &p.size);
+      break;
+    case kRealloc:
+      p.ptr = a0;
+      p.size = a1;
+      break;
+    case kReallocArray:
+      p.ptr = a0;
+      p.size_overflow = __builtin_mul_overflow(a1, a2, &p.size);
+      break;
+    case kMemalign:
+      p.align = a0;
+      p.size = a1;
+      break;
+    case kPosixMemalign:
+      p.memptr = a0;
+      p.align = a1;
+      p.size = a2;
+      break;
+    case kDelete:
+      p.ptr = a0;
+      // Released at entry: once the call is under way another thread may get the
+      // same address from the allocator.
+      if (p.outer && p.ptr != 0 && record_release(ctx, fn, p.ptr)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, p.ptr);
+      break;
+    case kMmap:
+      p.len = a1;
+      break;
+    case kMunmap:
+      p.ptr = a0;
+      p.len = a1;
+      break;
+    case kMremap:
+      p.ptr = a0;
+      p.len = a1;
+      p.size = a2;
+      break;
+    default:
+      break;
+  }
+  ts.open.push_back(p);
+}
+
+// The pending call of this return (frames whose returns were never seen are dropped).
+bool take_pending(ft_ctx* ctx, Pending* out) {
+  auto it = threads.find(host->tid(ctx));
+  if (it == threads.end()) return false;
+  ThreadState& ts = it->second;
+  unsigned depth = host->depth(ctx);
+  while (!ts.open.empty() && ts.open.back().depth > depth) {
+    ts.open.pop_back();
+    if (ts.nesting) --ts.nesting;
+  }
+  if (ts.open.empty() || ts.open.back().depth != depth) return false;
+  *out = ts.open.back();
+  ts.open.pop_back();
+  if (ts.nesting) --ts.nesting;
+  return true;
+}
+
+void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
+  Pending p;
+  if (!take_pending(ctx, &p) || !p.outer) return;
+  uint64_t ret = host->retval(ctx);
+  if (is_mapping(p.kind)) {
+    on_mapping_return(ctx, fn, p, ret);
+    return;
+  }
+  switch (p.kind) {
+    case kDelete:
+      return;
+    case kPosixMemalign: {
+      uint64_t block = 0;
+      if (static_cast<int>(ret) != 0 ||
+          host->read_memory(ctx, p.memptr, &block, sizeof block) != static_cast<long>(sizeof block) || block == 0) {
+        record_failed(ctx, fn, p.size);
+        return;
+      }
+      record_alloc(ctx, fn, block, p.size, p.align);
+      print(ctx, "%s(%" PRIu64 ", %" PRIu64 ") = %#" PRIx64, fn->demangled, p.align, p.size, block);
+      return;
+    }
+    case kRealloc:
+    case kReallocArray:
+      if (p.ptr == 0) break;  // an allocation
+      if (ret == 0) {
+        // NULL: either the old block was freed (size 0) or nothing happened.
+        if (p.size == 0 && !p.size_overflow) {
+          record_release(ctx, fn, p.ptr);
+          print(ctx, "%s(%#" PRIx64 ", 0) = 0", fn->demangled, p.ptr);
+        } else {
+          record_failed(ctx, fn, p.size);
+        }
+        return;
+      }
+      record_release(ctx, fn, p.ptr);
+      record_alloc(ctx, fn, ret, p.size, 0);
+      print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ") = %#" PRIx64, fn->demangled, p.ptr, p.size, ret);
+      return;
+    default:
+      break;
+  }
+  if (ret == 0) {
+    record_failed(ctx, fn, p.size);
+    return;
+  }
+  bool aligned = p.kind == kMemalign || p.kind == kNewAligned || p.kind == kNewAlignedNothrow;
+  record_alloc(ctx, fn, ret, p.size, aligned ? p.align : 0);
+  print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn->demangled, p.size, ret);
+}
+
+void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char*) {
+  Pending p;
+  if (!take_pending(ctx, &p) || !p.outer) return;
+  // operator new throwing std::bad_alloc (or the thread ending inside an allocator).
+  if (p.kind != kDelete && !is_mapping(p.kind)) record_failed(ctx, fn, p.size);
+}
+
+void summary(ft_ctx* ctx, const ProcessState& ps) {
+  if (!opts.streaming) return;
+  uint64_t bytes = 0;
+  for (const auto& [addr, b] : ps.live) bytes += b.size;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "memtrace: %zu block%s (%" PRIu64 " bytes) still allocated; %" PRIu64 " allocations, %" PRIu64
+                " releases, %" PRIu64 " failed, peak %" PRIu64 " bytes",
+                ps.live.size(), ps.live.size() == 1 ? "" : "s", bytes, ps.allocs, ps.frees, ps.failed, ps.peak_bytes);
+  host->print(ctx, line);
+}
+
+void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
+  int pid = host->pid(ctx);
+  switch (ev->kind) {
+    case FT_EVENT_PROCESS_CREATED: {
+      ProcessState fresh;
+      // A forked child starts with a copy of its parent's heap.
+      if (ev->value != 0)
+        if (auto it = processes.find(static_cast<int>(ev->value)); it != processes.end()) fresh = it->second;
+      fresh.attached = ev->address == 1;
+      fresh.allocs = fresh.frees = fresh.failed = fresh.bad_unknown = fresh.bad_double = 0;
+      processes[pid] = std::move(fresh);
+      return;
+    }
+    case FT_EVENT_EXEC:
+      summary(ctx, processes[pid]);
+      processes[pid] = ProcessState{};
+      return;
+    case FT_EVENT_THREAD_EXITED:
+      threads.erase(host->tid(ctx));
+      return;
+    case FT_EVENT_EXITED:
+    case FT_EVENT_KILLED:
+    case FT_EVENT_DETACHED: {
+      auto it = processes.find(pid);
+      if (it == processes.end()) return;
+      ProcessState& ps = it->second;
+      summary(ctx, ps);
+      if (ps.bad_unknown + ps.bad_double > 0 && (!ps.attached || ps.bad_double > 0)) {
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "memtrace: process %d released %" PRIu64 " never allocated and %" PRIu64
+                      " already released block%s",
+                      pid, ps.bad_unknown, ps.bad_double, ps.bad_unknown + ps.bad_double == 1 ? "" : "s");
+        host->warn(msg);
+      }
+      processes.erase(it);
+      threads.erase(host->tid(ctx));
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+ft_plugin plugin = {
+    .api_version = FT_PLUGIN_API_VERSION,
+    .size = sizeof(ft_plugin),
+    .name = "memtrace",
+    .data = nullptr,
+    .module = nullptr,
+    .symbol = on_symbol,
+    .call = on_call,
+    .ret = on_return,
+    .unwound = on_unwound,
+    .event = on_event,
+    .syscall = nullptr,
+    .finish = nullptr,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const ft_plugin* functracer_plugin_init(const ft_host_api* h) {
+  if (h->api_version != FT_PLUGIN_API_VERSION) return &plugin;
+  host = h;
+  opts = Options{};
+  opts.streaming = h->option("output") == nullptr;
+  if (const char* d = h->option("backtrace_depth")) {
+    uint64_t v = 0;
+    if (!parse_u64(d, &v) || v > 1024) {
+      h->warn("memtrace: backtrace depth must be 0..1024");
+      return nullptr;
+    }
+    opts.depth = static_cast<unsigned>(v);
+  }
+  if (const char* a = h->option("backtrace_all")) opts.frames_for_releases = std::strcmp(a, "1") == 0;
+  if (const char* m = h->option("monitor"))
+    if (!parse_monitor(m)) {
+      std::string msg = std::string("memtrace: bad size list for -M: '") + m + "' (expected SIZE or LOW-HIGH, comma-separated)";
+      h->warn(msg.c_str());
+      return nullptr;
+    }
+  if (const char* mm = h->option("memtrace.mmap")) opts.mmap = std::strcmp(mm, "0") != 0;
+  return &plugin;
+}
