@@ -106,18 +106,37 @@ struct Options {
 };
 Options opts;
 
+// A block allocated or released by an allocator call made inside another one (the
+// malloc inside operator new). It is decided on when the outermost call ends: what
+// that call itself returned or released is the same block and is not recorded
+// twice; anything else (the exception object a failing operator new allocates, the
+// blocks a custom allocator keeps for itself) is recorded then.
+struct Inner {
+  bool alloc = false;  // else a release
+  std::string function;
+  uint64_t addr = 0, size = 0, align = 0;
+};
+
 // A call waiting for its return.
 struct Pending {
   Kind kind = kNone;
-  unsigned depth = 0;  // host depth of the call
-  bool outer = false;  // not inside another allocator call: record it
+  std::string function;  // linkage name (the host's string lives only during a callback)
+  unsigned depth = 0;    // host depth of the call
+  bool outer = false;    // not inside another allocator call
   uint64_t size = 0, align = 0, ptr = 0, memptr = 0, len = 0;
   bool size_overflow = false;
+  std::vector<Inner> inner;  // outermost call only
 };
 
 struct ThreadState {
-  std::vector<Pending> open;  // innermost last
-  unsigned nesting = 0;       // open allocator calls
+  std::vector<Pending> open;  // innermost last; open.size() allocator calls are under way
+};
+
+// What an allocator call did, from its arguments and its result.
+struct Outcome {
+  uint64_t released = 0;   // a block it released
+  uint64_t allocated = 0;  // the block it returned
+  bool failed = false;     // no memory
 };
 
 struct Block {
@@ -177,8 +196,8 @@ bool monitored(uint64_t size) {
 // Records one event; frames are taken when wanted.
 class Rec {
  public:
-  Rec(ft_ctx* ctx, const char* type, const ft_function* fn) : ctx_(ctx), type_(type) {
-    add_str("function", fn->name);
+  Rec(ft_ctx* ctx, const char* type, const char* function) : ctx_(ctx), type_(type) {
+    add_str("function", function);
   }
   Rec& add_str(const char* key, const char* s) {
     ft_field f{};
@@ -238,7 +257,7 @@ void print(ft_ctx* ctx, const char* fmt, ...) {
   host->print(ctx, line);
 }
 
-void record_alloc(ft_ctx* ctx, const ft_function* fn, uint64_t addr, uint64_t size, uint64_t align) {
+void record_alloc(ft_ctx* ctx, const char* fn, uint64_t addr, uint64_t size, uint64_t align) {
   ProcessState& ps = process_of(ctx);
   auto [it, fresh] = ps.live.try_emplace(addr, Block{size});
   if (!fresh) {
@@ -257,15 +276,15 @@ void record_alloc(ft_ctx* ctx, const ft_function* fn, uint64_t addr, uint64_t si
   r.frames(monitored(size)).write();
 }
 
-void record_failed(ft_ctx* ctx, const ft_function* fn, uint64_t size) {
+void record_failed(ft_ctx* ctx, const char* fn, uint64_t size) {
   ++process_of(ctx).failed;
   Rec r(ctx, "alloc_failed", fn);
   r.add_int("size", static_cast<int64_t>(size > INT64_MAX ? INT64_MAX : size)).frames(true).write();
-  print(ctx, "%s(%" PRIu64 ") failed", fn->demangled, size);
+  print(ctx, "%s(%" PRIu64 ") failed", fn, size);
 }
 
 // A release of addr (not NULL). Returns false for an address that is not live.
-bool record_release(ft_ctx* ctx, const ft_function* fn, uint64_t addr) {
+bool record_release(ft_ctx* ctx, const char* fn, uint64_t addr) {
   ProcessState& ps = process_of(ctx);
   auto it = ps.live.find(addr);
   if (it != ps.live.end()) {
@@ -285,24 +304,25 @@ bool record_release(ft_ctx* ctx, const ft_function* fn, uint64_t addr) {
     --warnings_left;
     char msg[256];
     std::snprintf(msg, sizeof msg, "memtrace: process %d thread %d: %s of %s pointer %#" PRIx64, host->pid(ctx),
-                  host->tid(ctx), fn->demangled, twice ? "an already released" : "a never allocated", addr);
+                  host->tid(ctx), fn, twice ? "an already released" : "a never allocated", addr);
     host->warn(msg);
   }
   return false;
 }
 
-void on_mapping_return(ft_ctx* ctx, const ft_function* fn, const Pending& p, uint64_t ret) {
+void on_mapping_return(ft_ctx* ctx, const Pending& p, uint64_t ret) {
+  const char* fn = p.function.c_str();
   constexpr uint64_t kMapFailed = ~uint64_t{0};
   switch (p.kind) {
     case kMmap:
       if (ret == kMapFailed) return;
       Rec(ctx, "map", fn).add_hex("address", ret).add_int("size", static_cast<int64_t>(p.len)).frames(true).write();
-      print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn->demangled, p.len, ret);
+      print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn, p.len, ret);
       return;
     case kMunmap:
       if (ret != 0) return;
       Rec(ctx, "unmap", fn).add_hex("address", p.ptr).add_int("size", static_cast<int64_t>(p.len)).write();
-      print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ")", fn->demangled, p.ptr, p.len);
+      print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ")", fn, p.ptr, p.len);
       return;
     case kMremap:
       if (ret == kMapFailed) return;
@@ -330,18 +350,22 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t* tag) {
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   Kind kind = static_cast<Kind>(fn->tag);
   ThreadState& ts = threads[host->tid(ctx)];
-  if (kind == kFree) {
+  bool outer = ts.open.empty();
+  if (kind == kFree || kind == kDelete) {
+    // Released at entry: once the call is under way another thread may get the same
+    // address from the allocator.
     uint64_t ptr = host->arg(ctx, 0);
-    if (ts.nesting == 0 && ptr != 0) {
-      if (record_release(ctx, fn, ptr)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, ptr);
+    if (ptr != 0) {
+      if (!outer) ts.open.front().inner.push_back(Inner{false, fn->name, ptr, 0, 0});
+      else if (record_release(ctx, fn->name, ptr)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, ptr);
     }
-    return;
+    if (kind == kFree) return;  // entry only
   }
   Pending p;
   p.kind = kind;
+  p.function = fn->name;
   p.depth = host->depth(ctx);
-  p.outer = ts.nesting == 0;
-  ++ts.nesting;
+  p.outer = outer;
   uint64_t a0 = host->arg(ctx, 0), a1 = host->arg(ctx, 1), a2 = host->arg(ctx, 2);
   switch (kind) {
     case kMalloc:
@@ -377,9 +401,6 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
       break;
     case kDelete:
       p.ptr = a0;
-      // Released at entry: once the call is under way another thread may get the
-      // same address from the allocator.
-      if (p.outer && p.ptr != 0 && record_release(ctx, fn, p.ptr)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, p.ptr);
       break;
     case kMmap:
       p.len = a1;
@@ -396,82 +417,118 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     default:
       break;
   }
-  ts.open.push_back(p);
+  ts.open.push_back(std::move(p));
 }
 
-// The pending call of this return (frames whose returns were never seen are dropped).
+// The pending call of this return or unwinding (frames whose end was never seen are
+// dropped).
 bool take_pending(ft_ctx* ctx, Pending* out) {
   auto it = threads.find(host->tid(ctx));
   if (it == threads.end()) return false;
   ThreadState& ts = it->second;
   unsigned depth = host->depth(ctx);
-  while (!ts.open.empty() && ts.open.back().depth > depth) {
-    ts.open.pop_back();
-    if (ts.nesting) --ts.nesting;
-  }
+  while (!ts.open.empty() && ts.open.back().depth > depth) ts.open.pop_back();
   if (ts.open.empty() || ts.open.back().depth != depth) return false;
-  *out = ts.open.back();
+  *out = std::move(ts.open.back());
   ts.open.pop_back();
-  if (ts.nesting) --ts.nesting;
   return true;
 }
 
-void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
-  Pending p;
-  if (!take_pending(ctx, &p) || !p.outer) return;
-  uint64_t ret = host->retval(ctx);
-  if (is_mapping(p.kind)) {
-    on_mapping_return(ctx, fn, p, ret);
-    return;
-  }
+Outcome outcome_of(ft_ctx* ctx, const Pending& p, uint64_t ret) {
+  Outcome o;
   switch (p.kind) {
     case kDelete:
-      return;
+      return o;  // released at entry
     case kPosixMemalign: {
       uint64_t block = 0;
-      if (static_cast<int>(ret) != 0 ||
-          host->read_memory(ctx, p.memptr, &block, sizeof block) != static_cast<long>(sizeof block) || block == 0) {
-        record_failed(ctx, fn, p.size);
-        return;
-      }
-      record_alloc(ctx, fn, block, p.size, p.align);
-      print(ctx, "%s(%" PRIu64 ", %" PRIu64 ") = %#" PRIx64, fn->demangled, p.align, p.size, block);
-      return;
+      if (static_cast<int>(ret) == 0 &&
+          host->read_memory(ctx, p.memptr, &block, sizeof block) == static_cast<long>(sizeof block) && block != 0)
+        o.allocated = block;
+      else
+        o.failed = true;
+      return o;
     }
     case kRealloc:
     case kReallocArray:
-      if (p.ptr == 0) break;  // an allocation
-      if (ret == 0) {
+      if (p.ptr != 0 && ret == 0) {
         // NULL: either the old block was freed (size 0) or nothing happened.
-        if (p.size == 0 && !p.size_overflow) {
-          record_release(ctx, fn, p.ptr);
-          print(ctx, "%s(%#" PRIx64 ", 0) = 0", fn->demangled, p.ptr);
-        } else {
-          record_failed(ctx, fn, p.size);
-        }
-        return;
+        if (p.size == 0 && !p.size_overflow) o.released = p.ptr;
+        else o.failed = true;
+        return o;
       }
-      record_release(ctx, fn, p.ptr);
-      record_alloc(ctx, fn, ret, p.size, 0);
-      print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ") = %#" PRIx64, fn->demangled, p.ptr, p.size, ret);
-      return;
+      o.released = p.ptr;
+      o.allocated = ret;
+      return o;
     default:
-      break;
+      if (ret == 0) o.failed = true;
+      else o.allocated = ret;
+      return o;
   }
-  if (ret == 0) {
-    record_failed(ctx, fn, p.size);
-    return;
-  }
-  bool aligned = p.kind == kMemalign || p.kind == kNewAligned || p.kind == kNewAlignedNothrow;
-  record_alloc(ctx, fn, ret, p.size, aligned ? p.align : 0);
-  print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn->demangled, p.size, ret);
 }
 
-void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char*) {
+// Records the inner blocks of an outermost call that are not its own result. A block
+// goes through a chain of calls (operator delete(void*, size_t) jumping to operator
+// delete(void*), which calls free): every inner release of the block the call
+// releases is that same release, and the last inner allocation of the block it
+// returns (not released again inside) is that same allocation.
+void settle_inner(ft_ctx* ctx, Pending& p, const Outcome& o) {
+  uint64_t own_release = p.kind == kDelete ? p.ptr : o.released;
+  size_t own_alloc = p.inner.size();
+  if (o.allocated)
+    for (size_t i = p.inner.size(); i-- > 0;) {
+      const Inner& in = p.inner[i];
+      if (in.addr != o.allocated) continue;
+      if (in.alloc) own_alloc = i;
+      break;
+    }
+  for (size_t i = 0; i < p.inner.size(); ++i) {
+    const Inner& in = p.inner[i];
+    if (in.alloc ? i == own_alloc : (own_release != 0 && in.addr == own_release)) continue;
+    if (in.alloc) record_alloc(ctx, in.function.c_str(), in.addr, in.size, in.align);
+    else record_release(ctx, in.function.c_str(), in.addr);
+  }
+  p.inner.clear();
+}
+
+bool is_aligned_kind(Kind k) { return k == kMemalign || k == kNewAligned || k == kNewAlignedNothrow || k == kPosixMemalign; }
+
+void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
+  Pending p;
+  if (!take_pending(ctx, &p)) return;
+  uint64_t ret = host->retval(ctx);
+  if (is_mapping(p.kind)) {
+    if (p.outer) on_mapping_return(ctx, p, ret);  // inside malloc: the heap's own pages
+    return;
+  }
+  Outcome o = outcome_of(ctx, p, ret);
+  uint64_t align = is_aligned_kind(p.kind) ? p.align : 0;
+  if (!p.outer) {
+    auto& outer = threads[host->tid(ctx)].open.front().inner;
+    if (o.released) outer.push_back(Inner{false, p.function, o.released, 0, 0});
+    if (o.allocated) outer.push_back(Inner{true, p.function, o.allocated, p.size, align});
+    return;
+  }
+  settle_inner(ctx, p, o);
+  const char* name = p.function.c_str();
+  if (o.released) record_release(ctx, name, o.released);
+  if (o.allocated) record_alloc(ctx, name, o.allocated, p.size, align);
+  if (o.failed) record_failed(ctx, name, p.size);
+  if (!opts.streaming || p.kind == kDelete || o.failed) return;
+  if (p.kind == kRealloc || p.kind == kReallocArray)
+    print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ") = %#" PRIx64, fn->demangled, p.ptr, p.size, o.allocated);
+  else if (align)
+    print(ctx, "%s(%" PRIu64 ", align %" PRIu64 ") = %#" PRIx64, fn->demangled, p.size, align, o.allocated);
+  else
+    print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn->demangled, p.size, o.allocated);
+}
+
+void on_unwound(void*, ft_ctx* ctx, const ft_function*, const char*) {
   Pending p;
   if (!take_pending(ctx, &p) || !p.outer) return;
-  // operator new throwing std::bad_alloc (or the thread ending inside an allocator).
-  if (p.kind != kDelete && !is_mapping(p.kind)) record_failed(ctx, fn, p.size);
+  // operator new throwing std::bad_alloc (or the thread ending inside an allocator):
+  // what it allocated inside (the exception object) stays.
+  settle_inner(ctx, p, Outcome{});
+  if (p.kind != kDelete && !is_mapping(p.kind)) record_failed(ctx, p.function.c_str(), p.size);
 }
 
 void summary(ft_ctx* ctx, const ProcessState& ps) {
