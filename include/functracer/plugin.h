@@ -105,7 +105,7 @@ typedef struct ft_module {
 
 /* A system call stop (ft_plugin.syscall). */
 typedef struct ft_syscall {
-  long nr;           /* x86-64 system call number */
+  long nr;           /* x86-64 system call number; at an exit, -1 if its entry was not seen */
   int is_exit;       /* 0: entry (args valid), 1: exit (ret valid) */
   uint64_t args[6];  /* at entry */
   int64_t ret;       /* at exit: the result, -errno on failure */
