@@ -26,7 +26,11 @@ constexpr uint64_t kMaxWindow = 8ull << 20;   // never read more than this of on
 // a table of datarel sdata4 pairs.
 constexpr uint8_t kDwEhPeUdata4 = 0x03, kDwEhPeSdata4 = 0x0b, kDwEhPeDatarel = 0x30;
 
+Backtracer::Stats g_totals;
+
 }  // namespace
+
+const Backtracer::Stats& Backtracer::totals() { return g_totals; }
 
 struct Backtracer::Impl {
   unw_addr_space_t as = nullptr;
@@ -171,6 +175,10 @@ Backtracer::Backtracer() : impl_(std::make_unique<Impl>()) {
 
 Backtracer::~Backtracer() {
   if (impl_->as) unw_destroy_addr_space(impl_->as);
+  g_totals.backtraces += stats_.backtraces;
+  g_totals.frames += stats_.frames;
+  g_totals.stack_reads += stats_.stack_reads;
+  g_totals.other_reads += stats_.other_reads;
 }
 
 void Backtracer::flush() {

@@ -51,6 +51,8 @@ class Backtracer {
     uint64_t backtraces = 0, frames = 0, stack_reads = 0, other_reads = 0;
   };
   const Stats& stats() const { return stats_; }
+  // Of every Backtracer of the session (for --stats).
+  static const Stats& totals();
 
   struct Impl;
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/backtracer.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/plugin_host.h"
@@ -107,6 +108,11 @@ int main(int argc, char** argv) {
                    ev, s.calls, s.returns, s.unwound, s.lifecycle, s.stops,
                    ev ? static_cast<double>(s.stops) / static_cast<double>(ev) : 0.0, s.breakpoints, s.refused,
                    secs, ev ? secs * 1e6 / static_cast<double>(ev) : 0.0);
+    const auto& bt = ft::Backtracer::totals();
+    if (bt.backtraces)
+      ft::log::error("{} backtraces ({:.1f} frames each), {} stack reads, {} other memory reads", bt.backtraces,
+                     static_cast<double>(bt.frames) / static_cast<double>(bt.backtraces), bt.stack_reads,
+                     bt.other_reads);
   }
   return *rc;
 }
