@@ -151,6 +151,7 @@ class Process {
   std::map<pid_t, std::unique_ptr<Thread>> threads;
   std::unique_ptr<TraceWriter> trace;
   bool silent = false;        // a child kept under control only until it execs (not reported)
+  pid_t reports_to = 0;       // silent vfork child: its calls are reported as this process's
   bool started = false;       // the first exec of a launched program has been seen
   bool release_pending = false;  // an unfollowed fork child: clean up and detach at its first stop
   int fatal_signal = 0;       // the last fatal signal delivered, with its faulting address

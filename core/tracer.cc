@@ -264,13 +264,16 @@ void Tracer::handle_new_task(Thread& parent, int event) {
       // addresses from it and let it go. A shared one (vfork): keep it under control
       // until it execs or exits, silently, so it never meets an int3 on its own.
       c.release_pending = !shares_mm;
+      // Until then it runs on its parent's memory (the parent waits): what it does
+      // there (allocating, opening files) is the parent's, and is reported as such.
+      if (shares_mm) c.reports_to = pp.pid();
     } else {
       if (auto s = open_trace(c); !s) log::error("{}", s.error().message);
       write_modules(c);
       TraceRecord r;
       r.type = "process";
       r.add("ppid", static_cast<int64_t>(pp.pid()));
-      lifecycle(c, nt, FT_EVENT_PROCESS_CREATED, pp.pid(), 0, nullptr, std::move(r),
+      lifecycle(c, nt, FT_EVENT_PROCESS_CREATED, pp.pid(), 0, shares_mm ? "vfork" : "fork", std::move(r),
                 fmt::format("+++ process {} created by {} +++", new_tid, pp.pid()));
     }
     processes_[new_tid] = std::move(child);
@@ -343,7 +346,7 @@ void Tracer::handle_exec(Thread& t) {
     TraceRecord r;
     r.type = "process";
     r.add("ppid", static_cast<int64_t>(::getpid()));
-    lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, 0, 0, nullptr, std::move(r), "");
+    lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, 0, 0, "launch", std::move(r), "");
   } else {
     TraceRecord r;
     r.type = "exec";
@@ -482,6 +485,8 @@ void Tracer::handle_sigtrap(Thread& t) {
 ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth) {
   ft_ctx c;
   c.process = &p;
+  if (p.reports_to)
+    if (auto it = processes_.find(p.reports_to); it != processes_.end()) c.process = it->second.get();
   c.thread = t;
   c.regs = regs;
   c.now_ns = now;
@@ -492,7 +497,7 @@ ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, u
 void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
                             size_t base_depth) {
   Process& p = *t.process;
-  if (p.silent) return;
+  if (p.silent && !p.reports_to) return;
   // Inherited frames (a forked child's copy of its parent's) are the outermost ones;
   // they are neither reported nor counted in depths.
   size_t inherited_below = std::min(base_depth, t.stack.inherited());

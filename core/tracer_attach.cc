@@ -229,7 +229,7 @@ Status Tracer::setup_attached(Process& p) {
     r.type = "process";
     r.add("ppid", static_cast<int64_t>(ppid));
     r.add("attached", static_cast<int64_t>(1));
-    lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, 0, 1, nullptr, std::move(r),
+    lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, 0, 1, "attach", std::move(r),
               fmt::format("+++ attached to process {} +++", p.pid()));
   }
   // Code is injected through a thread in an ordinary stop; one in a group-stop would

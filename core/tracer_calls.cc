@@ -101,7 +101,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       bp = &it->second;
     }
   }
-  bool reported = bp->traced && enabled_ && !p.silent;
+  bool reported = bp->traced && enabled_ && (!p.silent || p.reports_to);
 
   if (hooks & kHookUnwindStart) disarm(t);
   if (hooks & kHookCatch) rearm(t, regs.sp());
@@ -182,7 +182,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 
 void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now) {
   Process& p = *t.process;
-  if (p.silent) return;
+  if (p.silent && !p.reports_to) return;
   size_t base = t.stack.depth() - t.stack.inherited();
   size_t outer = static_cast<size_t>(std::count_if(r.returned.begin(), r.returned.end(),
                                                    [](const ShadowFrame& f) { return !f.inherited; }));

@@ -115,7 +115,9 @@ typedef struct ft_syscall {
 enum ft_event_kind {
   FT_EVENT_PROCESS_CREATED, /* tracing of a process started (launch, attach, fork);
                                value: the traced parent's pid for a forked child, else 0;
-                               address: 1 when attached (-p), else 0 */
+                               address: 1 when attached (-p), else 0;
+                               text: "launch", "attach", "fork", or "vfork" (a child that
+                               runs on its parent's memory until it execs or exits) */
   FT_EVENT_THREAD_CREATED,
   FT_EVENT_THREAD_EXITED,   /* value: exit status */
   FT_EVENT_EXEC,            /* text: new executable */

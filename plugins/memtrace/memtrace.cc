@@ -15,6 +15,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -151,11 +152,16 @@ struct ProcessState {
   uint64_t live_bytes = 0, peak_bytes = 0;
 };
 
-std::unordered_map<int, ProcessState> processes;
+// A vfork child shares its parent's state until it execs.
+std::unordered_map<int, std::shared_ptr<ProcessState>> processes;
 std::unordered_map<int, ThreadState> threads;
 unsigned warnings_left = 10;
 
-ProcessState& process_of(ft_ctx* ctx) { return processes[host->pid(ctx)]; }
+ProcessState& process_of(ft_ctx* ctx) {
+  auto& ps = processes[host->pid(ctx)];
+  if (!ps) ps = std::make_shared<ProcessState>();
+  return *ps;
+}
 
 bool parse_u64(std::string_view s, uint64_t* out) {
   if (s.empty()) return false;
@@ -547,18 +553,27 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
   int pid = host->pid(ctx);
   switch (ev->kind) {
     case FT_EVENT_PROCESS_CREATED: {
-      ProcessState fresh;
-      // A forked child starts with a copy of its parent's heap.
+      std::shared_ptr<ProcessState> parent;
       if (ev->value != 0)
-        if (auto it = processes.find(static_cast<int>(ev->value)); it != processes.end()) fresh = it->second;
-      fresh.attached = ev->address == 1;
-      fresh.allocs = fresh.frees = fresh.failed = fresh.bad_unknown = fresh.bad_double = 0;
+        if (auto it = processes.find(static_cast<int>(ev->value)); it != processes.end()) parent = it->second;
+      if (parent && ev->text && std::strcmp(ev->text, "vfork") == 0) {
+        processes[pid] = parent;  // the same memory
+        return;
+      }
+      // A forked child starts with a copy of its parent's heap.
+      auto fresh = std::make_shared<ProcessState>();
+      if (parent) {
+        fresh->live = parent->live;
+        fresh->released = parent->released;
+        fresh->live_bytes = fresh->peak_bytes = parent->live_bytes;
+      }
+      fresh->attached = ev->address == 1;
       processes[pid] = std::move(fresh);
       return;
     }
     case FT_EVENT_EXEC:
-      summary(ctx, processes[pid]);
-      processes[pid] = ProcessState{};
+      summary(ctx, process_of(ctx));
+      processes[pid] = std::make_shared<ProcessState>();
       return;
     case FT_EVENT_THREAD_EXITED:
       threads.erase(host->tid(ctx));
@@ -567,8 +582,8 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
     case FT_EVENT_KILLED:
     case FT_EVENT_DETACHED: {
       auto it = processes.find(pid);
-      if (it == processes.end()) return;
-      ProcessState& ps = it->second;
+      if (it == processes.end() || !it->second) return;
+      ProcessState& ps = *it->second;
       summary(ctx, ps);
       if (ps.bad_unknown + ps.bad_double > 0 && (!ps.attached || ps.bad_double > 0)) {
         char msg[256];
