@@ -456,13 +456,13 @@ Outcome outcome_of(ft_ctx* ctx, const Pending& p, uint64_t ret) {
     }
     case kRealloc:
     case kReallocArray:
-      if (p.ptr != 0 && ret == 0) {
+      if (ret == 0) {
         // NULL: either the old block was freed (size 0) or nothing happened.
-        if (p.size == 0 && !p.size_overflow) o.released = p.ptr;
+        if (p.ptr != 0 && p.size == 0 && !p.size_overflow) o.released = p.ptr;
         else o.failed = true;
         return o;
       }
-      o.released = p.ptr;
+      o.released = p.ptr;  // 0: realloc(NULL, n) only allocates
       o.allocated = ret;
       return o;
     default:
