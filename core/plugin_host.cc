@@ -21,6 +21,7 @@ const char* host_option(const char* name) { return plugin_host().option(name); }
 void host_warn(const char* message) { log::warn("{}", message); }
 int host_pid(ft_ctx* c) { return c->process->pid(); }
 int host_tid(ft_ctx* c) { return c->thread ? c->thread->tid : c->process->pid(); }
+int host_thread_pid(ft_ctx* c) { return c->thread ? c->thread->process->pid() : c->process->pid(); }
 uint64_t host_time(ft_ctx* c) { return c->now_ns; }
 unsigned host_depth(ft_ctx* c) { return c->depth; }
 uint64_t host_arg(ft_ctx* c, unsigned i) {
@@ -100,6 +101,25 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
   Process& p = *c->process;
   if (!p.unwinder) p.unwinder = std::make_unique<Backtracer>();
   static_assert(sizeof(ft_addr) == sizeof(uint64_t));
+  if (c->unwound_ret) {
+    // The function a return address lies in (addresses are looked up at ret - 1).
+    auto function_of = [&](uint64_t ret) -> const ElfSymbol* {
+      const Module* m = p.module_at(RemoteAddr(ret - 1));
+      return m && m->elf ? m->elf->function_at(ret - 1 - m->bias) : nullptr;
+    };
+    frames[0] = c->unwound_ret;
+    int n = 1;
+    const ElfSymbol* caller = function_of(c->unwound_ret);
+    if (!caller || max == 1) return n;
+    std::vector<uint64_t> now(static_cast<size_t>(max) + 64);
+    size_t got = p.unwinder->capture(p, *c->thread, regs, false, now);
+    for (size_t j = 0; j < got; ++j) {
+      if (function_of(now[j] + (j == 0 ? 1 : 0)) != caller) continue;
+      for (size_t k = j + 1; k < got && n < max; ++k) frames[n++] = now[k];
+      break;
+    }
+    return n;
+  }
   return static_cast<int>(
       p.unwinder->capture(p, *c->thread, regs, skip_first, {reinterpret_cast<uint64_t*>(frames), static_cast<size_t>(max)}));
 }
@@ -107,7 +127,7 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
 const ft_host_api kHostApi = {
     FT_PLUGIN_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
     host_depth, host_arg, host_retval, host_read_memory, host_read_string, host_record, host_print,
-    host_fp_arg, host_backtrace,
+    host_fp_arg, host_backtrace, host_thread_pid,
 };
 
 std::string self_dir() {
@@ -230,8 +250,9 @@ Status PluginHost::load(const std::string& spec) {
       return Error::msg("plugin " + prefix + " has no option '" + it->first.substr(prefix.size() + 1) + "'");
     }
   if (p->size < sizeof(ft_plugin)) {
+    uint32_t size = p->size;  // p points into the library
     ::dlclose(h);
-    return Error::msg("plugin " + path + " has a plugin table of " + std::to_string(p->size) +
+    return Error::msg("plugin " + path + " has a plugin table of " + std::to_string(size) +
                       " bytes, API version " + std::to_string(FT_PLUGIN_API_VERSION) + " needs " +
                       std::to_string(sizeof(ft_plugin)));
   }

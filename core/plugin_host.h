@@ -30,6 +30,10 @@ struct ft_ctx {
   // left out); at a return, the real return address (regs->ip is the trampoline).
   uint64_t call_pc = 0;
   uint64_t return_to = 0;
+  // At an unwound frame: the return address it would have returned to. Its caller may
+  // be gone too; the backtrace is that address, then the frames of the thread's
+  // present stack above that caller's frame, if it is still there.
+  uint64_t unwound_ret = 0;
   const ft_syscall* syscall = nullptr;  // at a system call stop
 };
 

@@ -488,7 +488,7 @@ ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, u
   if (p.reports_to)
     if (auto it = processes_.find(p.reports_to); it != processes_.end()) c.process = it->second.get();
   c.thread = t;
-  c.regs = regs;
+  c.regs = regs ? regs : stop_regs_;
   c.now_ns = now;
   c.depth = depth;
   return c;
@@ -508,6 +508,7 @@ void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, c
     --outer;
     const FunctionInfo& fn = p.functions[frames[i].fn];
     ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + outer));
+    c.unwound_ret = frames[i].real_ret;
     host_.unwound(c, fn, reason);
     ++stats_.unwound;
   }

@@ -161,6 +161,10 @@ class Tracer {
   uint64_t spin_ns_ = 0;
   uint64_t last_wait_ns_ = 0;
   TracerStats stats_;
+  // During an entry breakpoint's stop: its registers with the pc on the breakpoint
+  // (where the program is), for events that arise there without registers of their
+  // own (modules found by the linker hook, frames unwound), so backtraces start right.
+  const Registers* stop_regs_ = nullptr;
 };
 
 uint64_t monotonic_ns();

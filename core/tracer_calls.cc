@@ -70,6 +70,13 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Process& p = *t.process;
   uint64_t addr = bp_ref.addr.value();
   unsigned hooks = bp_ref.hooks;
+  Registers at_breakpoint = regs;
+  at_breakpoint.set_ip(addr);
+  struct Restore {
+    const Registers*& slot;
+    ~Restore() { slot = nullptr; }
+  } restore{stop_regs_};
+  stop_regs_ = &at_breakpoint;
   if (hooks & kHookReturnSite) {
     auto r = t.stack.pop_site(regs.sp(), addr);
     if (r.found) report_returns(t, regs, r, monotonic_ns());

@@ -1,6 +1,7 @@
 #include "postproc/cli.h"
 
 #include <charconv>
+#include <optional>
 
 namespace ft::post {
 
@@ -33,9 +34,11 @@ std::string usage_text() {
   text +=
       "\n"
       "Options:\n"
-      "      --json        JSON output (calls, dump)\n"
+      "      --json        JSON output (leaks, calls, dump)\n"
       "      --time        show the duration of each call (tree)\n"
       "      --tid=N       only thread N\n"
+      "      --sort=KEY    order of the groups: bytes (default) or blocks (leaks)\n"
+      "      --top=N       only the first N groups (leaks)\n"
       "  -o, --output=FILE write the report to FILE instead of standard output\n"
       "  -h, --help        show this help\n"
       "\n"
@@ -49,6 +52,8 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
   std::string report_name;
   bool have_report = false;
   bool json = false, time = false, tid = false;
+  std::string sort;
+  std::optional<int64_t> top;
   bool options_done = false;
 
   auto positional = [&](const std::string& arg) {
@@ -122,6 +127,20 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
       }
       cl.options.tid = n;
       tid = true;
+    } else if (name == "--sort") {
+      auto v = take_value("a sort key");
+      if (!v) return v.error();
+      if (v->empty()) return Error::msg("option '--sort' needs a sort key");
+      sort = *v;
+    } else if (name == "--top") {
+      auto v = take_value("a number");
+      if (!v) return v.error();
+      int64_t n = 0;
+      auto res = std::from_chars(v->data(), v->data() + v->size(), n);
+      if (res.ec != std::errc() || res.ptr != v->data() + v->size() || n <= 0) {
+        return Error::msg("option '--top' needs a positive number, not '" + *v + "'");
+      }
+      top = n;
     } else {
       return Error::msg("unknown option '" + name + "'");
     }
@@ -136,9 +155,22 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
   if (json && !cl.report->json) return Error::msg(which + " has no --json output");
   if (time && !cl.report->time) return Error::msg(which + " does not take --time");
   if (tid && !cl.report->tid) return Error::msg(which + " does not take --tid");
+  if (top && !cl.report->top) return Error::msg(which + " does not take --top");
+  if (!sort.empty()) {
+    if (cl.report->sort_keys.empty()) return Error::msg(which + " does not take --sort");
+    std::string keys;
+    bool known = false;
+    for (std::string_view k : cl.report->sort_keys) {
+      known = known || k == sort;
+      keys += (keys.empty() ? "" : ", ") + std::string(k);
+    }
+    if (!known) return Error::msg(which + " sorts by " + keys + ", not '" + sort + "'");
+  }
   if (cl.options.traces.empty()) return Error::msg("no trace files given");
   cl.options.json = json;
   cl.options.time = time;
+  cl.options.sort = sort;
+  cl.options.top = top;
   return cl;
 }
 

@@ -6,17 +6,24 @@
 
 #include "postproc/report_calls.h"
 #include "postproc/report_dump.h"
+#include "postproc/report_leaks.h"
 #include "postproc/report_tree.h"
 
 namespace ft::post {
 
 namespace {
 
+constexpr std::string_view kLeakSortKeys[] = {"bytes", "blocks"};
+
 constexpr ReportSpec kReports[] = {
-    {"calls", "per-function call counts, total and self time", true, false, true, report_calls},
+    {"leaks", "heap blocks never freed, grouped by backtrace, with file:line", true, false, false,
+     report_leaks, kLeakSortKeys, true},
+    {"calls", "per-function call counts, total and self time", true, false, true, report_calls, {},
+     false},
     {"tree", "call tree per thread with arguments and return values", false, true, true,
-     report_tree},
-    {"dump", "every record of the traces, as text or JSON lines", true, false, true, report_dump},
+     report_tree, {}, false},
+    {"dump", "every record of the traces, as text or JSON lines", true, false, true, report_dump,
+     {}, false},
 };
 
 }  // namespace

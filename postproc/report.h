@@ -20,6 +20,8 @@ struct ReportOptions {
   bool json = false;             // --json
   bool time = false;             // --time
   std::optional<int64_t> tid;    // --tid N: only this thread
+  std::string sort;              // --sort KEY (empty: the report's default)
+  std::optional<int64_t> top;    // --top N: only the first N entries
   std::vector<std::string> traces;
 };
 
@@ -59,6 +61,8 @@ struct ReportSpec {
   bool time = false;         // accepts --time
   bool tid = false;          // accepts --tid
   ReportFn run = nullptr;
+  std::span<const std::string_view> sort_keys;  // accepted by --sort, the default first
+  bool top = false;                             // accepts --top
 };
 
 std::span<const ReportSpec> all_reports();

@@ -193,6 +193,13 @@ typedef struct ft_host_api {
    * ones. Returns the number of frames written (0 when none can be found). Costs one
    * read of the stack per event plus unwind-table lookups, which are cached. */
   int (*backtrace)(ft_ctx *ctx, ft_addr *frames, int max);
+
+  /* The process ctx's thread belongs to. It is pid(ctx) except for a vfork child
+   * that functracer does not follow (-f): until it execs or exits it runs on its
+   * parent's memory, so its calls are reported as the parent's (pid(ctx) is the
+   * parent, tid(ctx) the child) — but it has its own file descriptors, signal
+   * state and so on. */
+  int (*thread_pid)(ft_ctx *ctx);
 } ft_host_api;
 
 /* What a plugin gives functracer. Unused callbacks may be NULL. */

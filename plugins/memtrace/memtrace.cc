@@ -474,22 +474,25 @@ Outcome outcome_of(ft_ctx* ctx, const Pending& p, uint64_t ret) {
 
 // Records the inner blocks of an outermost call that are not its own result. A block
 // goes through a chain of calls (operator delete(void*, size_t) jumping to operator
-// delete(void*), which calls free): every inner release of the block the call
-// releases is that same release, and the last inner allocation of the block it
-// returns (not released again inside) is that same allocation.
+// delete(void*), which calls free; reallocarray calling realloc calling malloc):
+// every inner release of the block the call releases is that same release, and
+// every inner allocation of the block it returns, after the last inner release of
+// that address, is that same allocation.
 void settle_inner(ft_ctx* ctx, Pending& p, const Outcome& o) {
   uint64_t own_release = p.kind == kDelete ? p.ptr : o.released;
-  size_t own_alloc = p.inner.size();
-  if (o.allocated)
-    for (size_t i = p.inner.size(); i-- > 0;) {
-      const Inner& in = p.inner[i];
-      if (in.addr != o.allocated) continue;
-      if (in.alloc) own_alloc = i;
-      break;
-    }
+  size_t own_from = p.inner.size();  // inner allocations of o.allocated from here on are its own
+  if (o.allocated) {
+    own_from = 0;
+    for (size_t i = p.inner.size(); i-- > 0;)
+      if (!p.inner[i].alloc && p.inner[i].addr == o.allocated && o.allocated != own_release) {
+        own_from = i + 1;
+        break;
+      }
+  }
   for (size_t i = 0; i < p.inner.size(); ++i) {
     const Inner& in = p.inner[i];
-    if (in.alloc ? i == own_alloc : (own_release != 0 && in.addr == own_release)) continue;
+    bool own = in.alloc ? (in.addr == o.allocated && i >= own_from) : (own_release != 0 && in.addr == own_release);
+    if (own) continue;
     if (in.alloc) record_alloc(ctx, in.function.c_str(), in.addr, in.size, in.align);
     else record_release(ctx, in.function.c_str(), in.addr);
   }
