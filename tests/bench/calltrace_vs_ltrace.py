@@ -15,7 +15,7 @@ ptrace stops per call from --stats. This is a benchmark, not a test: it never
 fails on slow numbers, only when a tool gives wrong results.
 
 usage: calltrace_vs_ltrace.py [-n N] [-r REPEATS] [--functracer PATH]
-                              [--postproc PATH] [--cc CC] [--keep]
+                              [--postproc PATH] [--build DIR] [--cc CC] [--keep]
 """
 
 import argparse
@@ -23,119 +23,47 @@ import glob
 import json
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def find_built(rel):
-    """The most recently built ROOT/<builddir>/<rel>."""
-    found = [p for p in glob.glob(os.path.join(ROOT, "*", rel)) if os.access(p, os.X_OK)]
-    found.sort(key=os.path.getmtime, reverse=True)
-    return found[0] if found else None
-
-
-def run(cmd, timeout=1800):
-    start = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       stdin=subprocess.DEVNULL, timeout=timeout)
-    return p, time.monotonic() - start
-
-
-def loop_ns(text):
-    m = re.search(r"bench_calls: n=(\d+) loop_ns=(\d+)", text)
-    return int(m.group(2)) if m else None
-
-
-class Measure:
-    def __init__(self, name):
-        self.name = name
-        self.loop_ns = []
-        self.wall = []
-        self.extra = {}
-        self.error = None
-
-    def best_loop(self):
-        return min(self.loop_ns) if self.loop_ns else None
-
-    def best_wall(self):
-        return min(self.wall) if self.wall else None
-
-
-def measure(name, cmd, repeats, expect_stdout, check=None):
-    m = Measure(name)
-    for _ in range(repeats):
-        try:
-            p, wall = run(cmd)
-        except subprocess.TimeoutExpired:
-            m.error = "timed out"
-            return m
-        out = p.stdout.decode(errors="replace")
-        err = p.stderr.decode(errors="replace")
-        ns = loop_ns(err) or loop_ns(out)
-        if p.returncode != 0 or ns is None or expect_stdout not in out:
-            m.error = (f"failed (status {p.returncode}): {shlex.join(cmd)}\n"
-                       f"stdout: {out[-500:]}\nstderr: {err[-800:]}")
-            return m
-        if check:
-            problem = check(out, err, m)
-            if problem:
-                m.error = problem
-                return m
-        m.loop_ns.append(ns)
-        m.wall.append(wall)
-    return m
+import benchlib
+from benchlib import Table, measure, run
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", type=int, default=20000, help="calls per run (default 20000)")
-    ap.add_argument("-r", "--repeats", type=int, default=3, help="runs per tool, best kept")
-    ap.add_argument("--functracer", default=os.environ.get("FUNCTRACER") or
-                    find_built("core/functracer"))
-    ap.add_argument("--postproc", default=os.environ.get("FUNCTRACER_POSTPROC") or
-                    find_built("postproc/functracer-postproc"))
-    ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
-    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    benchlib.add_common_args(ap, "calls per run (default 20000)")
     args = ap.parse_args()
+    benchlib.resolve_tools(args)
 
-    if not args.functracer:
-        sys.exit("functracer not found; build it (meson/ninja) or pass --functracer PATH")
+    benchlib.require_functracer(args)
     n = args.n
-    tmp = tempfile.mkdtemp(prefix="ft-bench-")
-    try:
-        binary = os.path.join(tmp, "bench_calls")
-        p, _ = run([args.cc, "-O2", "-g", "-o", binary, os.path.join(HERE, "bench_calls.c")])
-        if p.returncode != 0:
-            sys.exit(f"cannot build bench_calls.c:\n{p.stderr.decode()}")
+    with benchlib.scratch_dir(args.keep) as tmp:
+        binary = benchlib.compile_program(args.cc, "bench_calls.c", tmp)
         expect = f"sum={3 * (n * (n - 1) // 2) + n}"
         print(f"functracer: {args.functracer}")
         print(f"program:    {binary} {n}  (bench_fn called {n} times, best of {args.repeats})")
         print()
 
+        def bench(name, cmd, check=None):
+            return measure(name, cmd, args.repeats, "bench_calls", expect, check, timeout=1800)
+
         results = []
-        results.append(measure("untraced", [binary, str(n)], args.repeats, expect))
+        results.append(bench("untraced", [binary, str(n)]))
 
         outdir = os.path.join(tmp, "traces")
 
         def ft_check(out, err, m):
-            s = re.search(r"(\d+)\s+(?:ptrace\s+)?stops", err)
+            s = benchlib.stats_stops(err)
             e = re.search(r"(\d+)\s+events", err)
-            if s:
-                m.extra["stops"] = int(s.group(1))
+            if s is not None:
+                m.extra["stops"] = s
             if e:
                 m.extra["events"] = int(e.group(1))
-            line = [ln for ln in err.splitlines() if "stops" in ln or "events" in ln]
-            m.extra["stats"] = line[-1].strip() if line else "(no --stats line)"
+            m.extra["stats"] = benchlib.stats_line(err, ("stops", "events"))
             if args.postproc:
                 files = glob.glob(os.path.join(outdir, "*.trace"))
-                p, _ = run([args.postproc, "calls", "--json"] + files)
+                p, _ = run([args.postproc, "calls", "--json"] + files, 1800)
                 try:
                     funcs = json.loads(p.stdout.decode())["functions"]
                     calls = sum(f["calls"] for f in funcs if f["name"].split("(")[0] == "bench_fn")
@@ -146,15 +74,13 @@ def main():
             shutil.rmtree(outdir, ignore_errors=True)
             return None
 
-        results.append(measure(
+        results.append(bench(
             "functracer", [args.functracer, "-q", "-e", "calltrace", "-a", "bench_fn", "-o",
-                           outdir, "--stats", binary, str(n)], args.repeats, expect, ft_check))
+                           outdir, "--stats", binary, str(n)], ft_check))
 
-        if shutil.which("ltrace"):
-            results.append(measure("ltrace", ["ltrace", "-L", "-x", "bench_fn", "-o", "/dev/null",
-                                              binary, str(n)], args.repeats, expect))
-        else:
-            print("ltrace: not installed, skipped")
+        if benchlib.optional_tool("ltrace"):
+            results.append(bench("ltrace", ["ltrace", "-L", "-x", "bench_fn", "-o", "/dev/null",
+                                            binary, str(n)]))
 
         bpftrace = shutil.which("bpftrace")
         if bpftrace and os.geteuid() == 0:
@@ -164,23 +90,24 @@ def main():
                     return f"bpftrace counted {c.group(1) if c else 'nothing'}, not {n}"
                 return None
             script = f'uprobe:"{binary}":bench_fn {{ @c = count(); }}'
-            results.append(measure("bpftrace uprobe", [bpftrace, "-e", script, "-c",
-                                                       f"{binary} {n}"], args.repeats, expect,
-                                   bpf_check))
+            results.append(bench("bpftrace uprobe", [bpftrace, "-e", script, "-c",
+                                                     f"{binary} {n}"], bpf_check))
         else:
             print("bpftrace: not available (needs root), skipped")
 
         base = results[0].best_loop()
-        print(f"{'tool':<18}{'µs/call (loop)':>16}{'overhead µs/call':>18}{'wall s':>9}")
+        table = Table([("tool", 18), ("µs/call (loop)", 16), ("overhead µs/call", 18),
+                       ("wall s", 9)])
+        table.header()
         per_call = {}
         for m in results:
             if m.error:
-                print(f"{m.name:<18}  ERROR: {m.error}")
+                table.error(m.name, m.error)
                 continue
             loop = m.best_loop() / n / 1000.0
             over = (m.best_loop() - base) / n / 1000.0 if base is not None else float("nan")
             per_call[m.name] = over
-            print(f"{m.name:<18}{loop:>16.3f}{over:>18.3f}{m.best_wall():>9.2f}")
+            table.row(m.name, f"{loop:.3f}", f"{over:.3f}", f"{m.best_wall():.2f}")
         print()
         ft = next((m for m in results if m.name == "functracer" and not m.error), None)
         if ft:
@@ -196,11 +123,6 @@ def main():
                   f"{per_call['functracer'] / per_call['bpftrace uprobe']:.2f}")
         errors = [m for m in results if m.error]
         return 1 if errors else 0
-    finally:
-        if args.keep:
-            print(f"(kept {tmp})")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
