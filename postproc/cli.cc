@@ -16,31 +16,87 @@ std::string report_names() {
   return names;
 }
 
+std::optional<int64_t> positive(const std::string& v) {
+  int64_t n = 0;
+  auto res = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (res.ec != std::errc() || res.ptr != v.data() + v.size() || n <= 0) return std::nullopt;
+  return n;
+}
+
+// Every option: its names, whether it takes a value, and which reports accept it
+// (0: all of them).
+struct OptionSpec {
+  std::string_view long_name;
+  char short_name;
+  std::string_view value;  // what the value is, for messages; empty: no value
+  uint32_t accepted_by;    // a ReportAccepts bit
+};
+
+constexpr OptionSpec kOptions[] = {
+    {"--help", 'h', "", 0},
+    {"--output", 'o', "a file name", 0},
+    {"--json", 0, "", kAcceptsJson},
+    {"--time", 0, "", kAcceptsTime},
+    {"--tid", 0, "a thread id", kAcceptsTid},
+    {"--sort", 0, "a sort key", 0},
+    {"--top", 0, "a number", kAcceptsTop},
+    {"--size", 0, "a size range", kAcceptsBlockFilters},
+    {"--from", 0, "a moment", kAcceptsBlockFilters},
+    {"--to", 0, "a moment", kAcceptsBlockFilters},
+    {"--at", 0, "a moment", kAcceptsAt},
+    {"--function", 0, "a function name pattern", kAcceptsGroupFilters},
+    {"--suppressions", 0, "a file name", kAcceptsGroupFilters},
+    {"--sysroot", 0, "a directory", kAcceptsResolve},
+    {"--debug-dir", 0, "a directory", kAcceptsResolve},
+};
+
+const OptionSpec* find_option(std::string_view name) {
+  for (const OptionSpec& o : kOptions) {
+    if (o.long_name == name) return &o;
+    if (name.size() == 2 && name[0] == '-' && o.short_name != 0 && name[1] == o.short_name)
+      return &o;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string usage_text() {
   std::string text =
       "Usage: functracer-postproc REPORT [OPTIONS] TRACE...\n"
-      "Turns functracer trace files (one per process) into reports.\n"
+      "Turns functracer trace files (one per process) into reports. A TRACE may be a\n"
+      "directory written by functracer -o: its *.trace files are read.\n"
       "\n"
       "Reports:\n";
   for (const ReportSpec& r : all_reports()) {
     text += "  ";
     text += r.name;
-    text.append(r.name.size() < 8 ? 8 - r.name.size() : 1, ' ');
+    text.append(r.name.size() < 11 ? 11 - r.name.size() : 1, ' ');
     text += r.summary;
     text += '\n';
   }
   text +=
       "\n"
       "Options:\n"
-      "      --json        JSON output (leaks, calls, dump)\n"
-      "      --time        show the duration of each call (tree)\n"
-      "      --tid=N       only thread N\n"
-      "      --sort=KEY    order of the groups: bytes (default) or blocks (leaks)\n"
-      "      --top=N       only the first N groups (leaks)\n"
-      "  -o, --output=FILE write the report to FILE instead of standard output\n"
-      "  -h, --help        show this help\n"
+      "      --json            JSON output\n"
+      "      --time            show the duration of each call (tree)\n"
+      "      --tid=N           only thread N\n"
+      "      --sort=KEY        order of the entries (see functracer-postproc(1))\n"
+      "      --top=N           only the first N entries\n"
+      "  -o, --output=FILE     write the report to FILE instead of standard output\n"
+      "\n"
+      "Heap and descriptor reports:\n"
+      "      --size=RANGE      only blocks of these sizes: 64, 1k-4k, 100-, -1M\n"
+      "      --from=WHEN       only blocks allocated at or after WHEN\n"
+      "      --to=WHEN         only blocks allocated at or before WHEN\n"
+      "      --at=WHEN         the heap live at WHEN instead of at the end (leaks)\n"
+      "                        WHEN: time since the trace started (250ms, 1.5s, 40us)\n"
+      "                        or an event, #SEQ\n"
+      "      --function=GLOB   only backtraces with a function matching GLOB\n"
+      "      --suppressions=FILE  leave out backtraces matching FILE's leak:PATTERN lines\n"
+      "      --sysroot=DIR     find the traced modules under DIR (traces from elsewhere)\n"
+      "      --debug-dir=DIR   also look for separate debug files in DIR\n"
+      "  -h, --help            show this help\n"
       "\n"
       "Exit status: 0 on success (also when a trace was cut short: a warning says so),\n"
       "1 when a file cannot be read or is not a trace, 2 for usage errors.\n";
@@ -49,26 +105,21 @@ std::string usage_text() {
 
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
   CommandLine cl;
+  ReportOptions& o = cl.options;
   std::string report_name;
   bool have_report = false;
-  bool json = false, time = false, tid = false;
-  std::string sort;
-  std::optional<int64_t> top;
   bool options_done = false;
-
-  auto positional = [&](const std::string& arg) {
-    if (!have_report) {
-      report_name = arg;
-      have_report = true;
-    } else {
-      cl.options.traces.push_back(arg);
-    }
-  };
+  std::vector<const OptionSpec*> given;
 
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (options_done || arg.size() < 2 || arg[0] != '-') {
-      positional(arg);
+      if (!have_report) {
+        report_name = arg;
+        have_report = true;
+      } else {
+        o.traces.push_back(arg);
+      }
       continue;
     }
     if (arg == "--") {
@@ -91,58 +142,58 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
       value = arg.substr(2);
       has_value = true;
     }
-    auto take_value = [&](const char* what) -> Result<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) return Error::msg("option '" + name + "' needs " + what);
-      return args[++i];
-    };
-    auto no_value = [&]() -> Status {
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr) return Error::msg("unknown option '" + name + "'");
+    if (spec->value.empty()) {
       if (has_value) return Error::msg("option '" + name + "' takes no value");
-      return {};
-    };
+    } else if (!has_value) {
+      if (i + 1 >= args.size()) {
+        return Error::msg("option '" + name + "' needs " + std::string(spec->value));
+      }
+      value = args[++i];
+    }
+    if (!spec->value.empty() && value.empty()) {
+      return Error::msg("option '" + name + "' needs " + std::string(spec->value));
+    }
+    given.push_back(spec);
 
-    if (name == "-h" || name == "--help") {
-      if (Status st = no_value(); !st) return st.error();
+    std::string_view n = spec->long_name;
+    if (n == "--help") {
       cl.help = true;
       return cl;
-    } else if (name == "--json") {
-      if (Status st = no_value(); !st) return st.error();
-      json = true;
-    } else if (name == "--time") {
-      if (Status st = no_value(); !st) return st.error();
-      time = true;
-    } else if (name == "-o" || name == "--output") {
-      auto v = take_value("a file name");
-      if (!v) return v.error();
-      if (v->empty()) return Error::msg("option '" + name + "' needs a file name");
-      cl.output = *v;
-    } else if (name == "--tid") {
-      auto v = take_value("a thread id");
-      if (!v) return v.error();
-      int64_t n = 0;
-      auto res = std::from_chars(v->data(), v->data() + v->size(), n);
-      if (res.ec != std::errc() || res.ptr != v->data() + v->size() || n <= 0) {
-        return Error::msg("option '--tid' needs a thread id (a positive number), not '" + *v +
+    } else if (n == "--output") {
+      cl.output = value;
+    } else if (n == "--json") {
+      o.json = true;
+    } else if (n == "--time") {
+      o.time = true;
+    } else if (n == "--tid") {
+      o.tid = positive(value);
+      if (!o.tid) {
+        return Error::msg("option '--tid' needs a thread id (a positive number), not '" + value +
                           "'");
       }
-      cl.options.tid = n;
-      tid = true;
-    } else if (name == "--sort") {
-      auto v = take_value("a sort key");
-      if (!v) return v.error();
-      if (v->empty()) return Error::msg("option '--sort' needs a sort key");
-      sort = *v;
-    } else if (name == "--top") {
-      auto v = take_value("a number");
-      if (!v) return v.error();
-      int64_t n = 0;
-      auto res = std::from_chars(v->data(), v->data() + v->size(), n);
-      if (res.ec != std::errc() || res.ptr != v->data() + v->size() || n <= 0) {
-        return Error::msg("option '--top' needs a positive number, not '" + *v + "'");
-      }
-      top = n;
-    } else {
-      return Error::msg("unknown option '" + name + "'");
+    } else if (n == "--sort") {
+      o.sort = value;
+    } else if (n == "--top") {
+      o.top = positive(value);
+      if (!o.top) return Error::msg("option '--top' needs a positive number, not '" + value + "'");
+    } else if (n == "--size") {
+      auto r = parse_size_range(value);
+      if (!r) return Error::msg("option '--size': " + r.error().message);
+      o.size = *r;
+    } else if (n == "--from" || n == "--to" || n == "--at") {
+      auto w = parse_when(value);
+      if (!w) return Error::msg("option '" + std::string(n) + "': " + w.error().message);
+      (n == "--from" ? o.from : n == "--to" ? o.to : o.at) = *w;
+    } else if (n == "--function") {
+      o.functions.push_back(value);
+    } else if (n == "--suppressions") {
+      o.suppressions.push_back(value);
+    } else if (n == "--sysroot") {
+      o.resolve.sysroot = value;
+    } else if (n == "--debug-dir") {
+      o.resolve.debug_dirs.push_back(value);
     }
   }
 
@@ -152,25 +203,29 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     return Error::msg("unknown report '" + report_name + "' (one of: " + report_names() + ")");
   }
   std::string which = "the " + std::string(cl.report->name) + " report";
-  if (json && !cl.report->json) return Error::msg(which + " has no --json output");
-  if (time && !cl.report->time) return Error::msg(which + " does not take --time");
-  if (tid && !cl.report->tid) return Error::msg(which + " does not take --tid");
-  if (top && !cl.report->top) return Error::msg(which + " does not take --top");
-  if (!sort.empty()) {
+  for (const OptionSpec* spec : given) {
+    if (spec->accepted_by == 0 || (cl.report->accepts & spec->accepted_by) != 0) continue;
+    if (spec->long_name == "--json") return Error::msg(which + " has no --json output");
+    return Error::msg(which + " does not take " + std::string(spec->long_name));
+  }
+  if (!o.sort.empty()) {
     if (cl.report->sort_keys.empty()) return Error::msg(which + " does not take --sort");
     std::string keys;
     bool known = false;
     for (std::string_view k : cl.report->sort_keys) {
-      known = known || k == sort;
+      known = known || k == o.sort;
       keys += (keys.empty() ? "" : ", ") + std::string(k);
     }
-    if (!known) return Error::msg(which + " sorts by " + keys + ", not '" + sort + "'");
+    if (!known) return Error::msg(which + " sorts by " + keys + ", not '" + o.sort + "'");
   }
-  if (cl.options.traces.empty()) return Error::msg("no trace files given");
-  cl.options.json = json;
-  cl.options.time = time;
-  cl.options.sort = sort;
-  cl.options.top = top;
+  if (o.from && o.to && o.from->kind == o.to->kind && o.from->value > o.to->value) {
+    return Error::msg("--from " + format_when(*o.from) + " is after --to " + format_when(*o.to));
+  }
+  if (o.traces.empty()) return Error::msg("no trace files given");
+  if (cl.report->inputs != 0 && o.traces.size() != cl.report->inputs) {
+    return Error::msg(which + " takes " + std::to_string(cl.report->inputs) +
+                      " traces (files or directories), not " + std::to_string(o.traces.size()));
+  }
   return cl;
 }
 

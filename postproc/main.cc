@@ -34,8 +34,17 @@ int main(int argc, char** argv) {
   }
 
   // Every input is checked before any output is written.
-  for (const std::string& path : cl->options.traces) {
-    if (ft::Status st = check_trace_file(path); !st) return fail(st.error().message);
+  ReportOptions& options = cl->options;
+  std::vector<std::string> arguments = std::move(options.traces);
+  options.traces.clear();
+  for (const std::string& argument : arguments) {
+    auto files = trace_files(argument);
+    if (!files) return fail(files.error().message);
+    for (const std::string& path : *files) {
+      if (ft::Status st = check_trace_file(path); !st) return fail(st.error().message);
+    }
+    options.traces.insert(options.traces.end(), files->begin(), files->end());
+    options.inputs.push_back(std::move(*files));
   }
 
   std::FILE* file = stdout;

@@ -4,9 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "postproc/report_allocators.h"
 #include "postproc/report_calls.h"
+#include "postproc/report_diff.h"
 #include "postproc/report_dump.h"
+#include "postproc/report_fds.h"
+#include "postproc/report_histogram.h"
 #include "postproc/report_leaks.h"
+#include "postproc/report_peak.h"
+#include "postproc/report_temporary.h"
 #include "postproc/report_tree.h"
 
 namespace ft::post {
@@ -14,16 +20,34 @@ namespace ft::post {
 namespace {
 
 constexpr std::string_view kLeakSortKeys[] = {"bytes", "blocks"};
+constexpr std::string_view kAllocatorSortKeys[] = {"count", "bytes"};
+constexpr std::string_view kTemporarySortKeys[] = {"count", "bytes"};
+constexpr std::string_view kDiffSortKeys[] = {"bytes", "blocks", "count"};
+
+constexpr uint32_t kHeap = kAcceptsJson | kAcceptsTid | kAcceptsBlockFilters |
+                           kAcceptsGroupFilters | kAcceptsResolve;
 
 constexpr ReportSpec kReports[] = {
-    {"leaks", "heap blocks never freed, grouped by backtrace, with file:line", true, false, false,
-     report_leaks, kLeakSortKeys, true},
-    {"calls", "per-function call counts, total and self time", true, false, true, report_calls, {},
-     false},
-    {"tree", "call tree per thread with arguments and return values", false, true, true,
-     report_tree, {}, false},
-    {"dump", "every record of the traces, as text or JSON lines", true, false, true, report_dump,
-     {}, false},
+    {"leaks", "heap blocks never freed, grouped by backtrace, with file:line", report_leaks,
+     kHeap | kAcceptsTop | kAcceptsAt, kLeakSortKeys},
+    {"peak", "the highest live heap of each process, when, and what held it", report_peak,
+     kHeap | kAcceptsTop, {}},
+    {"temporary", "allocations freed right after being made, by backtrace", report_temporary,
+     kHeap | kAcceptsTop, kTemporarySortKeys},
+    {"allocators", "backtraces that allocate most often (or most bytes)", report_allocators,
+     kHeap | kAcceptsTop, kAllocatorSortKeys},
+    {"histogram", "allocation sizes in power-of-two buckets", report_histogram,
+     kAcceptsJson | kAcceptsTid | kAcceptsBlockFilters, {}},
+    {"diff", "leaks and allocations of two runs compared, by function and line", report_diff,
+     kHeap | kAcceptsTop, kDiffSortKeys, 2},
+    {"fds", "file descriptors and FILE streams left open, by backtrace", report_fds,
+     kAcceptsJson | kAcceptsTid | kAcceptsTop | kAcceptsGroupFilters | kAcceptsResolve, {}},
+    {"calls", "per-function call counts, total and self time", report_calls,
+     kAcceptsJson | kAcceptsTid, {}},
+    {"tree", "call tree per thread with arguments and return values", report_tree,
+     kAcceptsTime | kAcceptsTid, {}},
+    {"dump", "every record of the traces, as text or JSON lines", report_dump,
+     kAcceptsJson | kAcceptsTid, {}},
 };
 
 }  // namespace
@@ -46,6 +70,25 @@ Status Output::finish() {
   }
   if (failed_) return Error::from_errno(errno_ ? errno_ : EIO, "writing the report");
   return {};
+}
+
+HeapReplayOptions heap_replay_options(const ReportOptions& options) {
+  HeapReplayOptions h;
+  h.filter.tid = options.tid;
+  h.filter.size = options.size;
+  h.filter.from = options.from;
+  h.filter.to = options.to;
+  h.stop = options.at;
+  return h;
+}
+
+Result<GroupFilter> group_filter(const ReportOptions& options) {
+  GroupFilter filter;
+  for (const std::string& glob : options.functions) filter.add_function(glob);
+  for (const std::string& path : options.suppressions) {
+    if (Status st = filter.add_suppressions(path); !st) return st.error();
+  }
+  return filter;
 }
 
 std::span<const ReportSpec> all_reports() { return kReports; }

@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "core/result.h"
+#include "postproc/group_filter.h"
+#include "postproc/heap_filter.h"
+#include "postproc/heap_replay.h"
+#include "postproc/symbolizer.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {
@@ -22,8 +26,24 @@ struct ReportOptions {
   std::optional<int64_t> tid;    // --tid N: only this thread
   std::string sort;              // --sort KEY (empty: the report's default)
   std::optional<int64_t> top;    // --top N: only the first N entries
+  // Trace files, with the directories given (functracer -o DIR) expanded to the
+  // *.trace files in them; `inputs` keeps them per argument (diff compares two).
   std::vector<std::string> traces;
+  std::vector<std::vector<std::string>> inputs;
+
+  // Heap and descriptor reports.
+  SizeRange size;                         // --size RANGE
+  std::optional<When> from, to;           // --from WHEN, --to WHEN
+  std::optional<When> at;                 // --at WHEN
+  std::vector<std::string> functions;     // --function GLOB
+  std::vector<std::string> suppressions;  // --suppressions FILE
+  ResolveOptions resolve;                 // --sysroot DIR, --debug-dir DIR
 };
+
+// The block filters and --at of a heap report.
+HeapReplayOptions heap_replay_options(const ReportOptions& options);
+// --function and --suppressions; the error names a suppressions file that cannot be used.
+Result<GroupFilter> group_filter(const ReportOptions& options);
 
 // Report output: a stdio stream (stdout or the -o file), or a string for tests.
 // Writes are buffered here and handed to the stream in large pieces.
@@ -54,15 +74,25 @@ class Output {
 
 using ReportFn = Status (*)(const ReportOptions&, Output&, Diagnostics&);
 
+// The options a report accepts (ReportSpec::accepts); any other is a usage error.
+enum ReportAccepts : uint32_t {
+  kAcceptsJson = 1 << 0,          // --json
+  kAcceptsTime = 1 << 1,          // --time
+  kAcceptsTid = 1 << 2,           // --tid
+  kAcceptsTop = 1 << 3,           // --top
+  kAcceptsBlockFilters = 1 << 4,  // --size, --from, --to
+  kAcceptsGroupFilters = 1 << 5,  // --function, --suppressions
+  kAcceptsAt = 1 << 6,            // --at
+  kAcceptsResolve = 1 << 7,       // --sysroot, --debug-dir
+};
+
 struct ReportSpec {
   std::string_view name;
   std::string_view summary;  // one line for --help
-  bool json = false;         // accepts --json
-  bool time = false;         // accepts --time
-  bool tid = false;          // accepts --tid
   ReportFn run = nullptr;
+  uint32_t accepts = 0;      // ReportAccepts
   std::span<const std::string_view> sort_keys;  // accepted by --sort, the default first
-  bool top = false;                             // accepts --top
+  size_t inputs = 0;         // exactly this many TRACE arguments (0: one or more)
 };
 
 std::span<const ReportSpec> all_reports();

@@ -1,28 +1,22 @@
-// The leaks report: heap blocks still live at the end of each process, grouped by the
-// backtrace that allocated them, resolved to function, file:line and module.
+// The leaks report: heap blocks still live at the end of each process (or at an --at
+// moment), grouped by the backtrace that allocated them, resolved to function,
+// file:line and module.
 //
-// Each trace is replayed on its own (one process; doc/trace-format.md §3.5): an
-// `alloc` makes its block live, a `free` of a live block ends it; a `free` of an
-// address that is not live is ignored (a block from before an attach, or inherited
-// from the parent of a fork), and `alloc_failed`, `bad_free`, `map` and `unmap` are
-// not heap blocks. An `alloc` at an address that is already live replaces that block
-// (its release was not recorded). Blocks live at the end of the trace (its end record
-// or, for a trace cut short, the cut) are the leaks; so are the blocks live at an
-// `exec`, whose heap the new image does not inherit.
-//
-// Leaks are grouped by allocating entry point (`function`, e.g. malloc) and backtrace
-// (`frames`; blocks recorded without frames group by function alone). Frames are
-// compared by the code they point at (module file and offset in it, see
-// Symbolizer::CodeKey), so the same call stack in several processes is one group even
-// when ASLR mapped their modules at different addresses. Groups are summed over every
-// trace given and sorted by bytes (or by blocks), largest first; ties by blocks (or
-// bytes), then by frame addresses, then by function.
+// The replay is HeapReplay's (heap_replay.h): blocks live at the end of a trace and at
+// an `exec` are the leaks; with --at WHEN, the blocks live at that moment of each trace
+// (blocks left behind by an earlier exec are not live then). Leaks are grouped by
+// allocating entry point (`function`, e.g. malloc) and backtrace (site_groups.h),
+// summed over every trace given and sorted by bytes (or by blocks), largest first.
+// Block filters (--tid, --size, --from, --to) choose which allocations are followed;
+// --function and --suppressions choose groups (group_filter.h). Suppressed leaks are
+// counted apart.
 //
 // JSON (doc design §5): {"leaked_bytes", "leaked_blocks", "processes", "groups_total",
-// "groups": [{"bytes", "blocks", "function", "mangled", "frames": [{"address",
-// "function", "file", "line", "module", "inlined"}]}]}. Unknown values are null. A
-// frame whose code was inlined expands to several frames with the same address,
-// innermost first, all but the last with "inlined": true.
+// ["at",] "suppressed_bytes", "suppressed_blocks", "groups": [{"bytes", "blocks",
+// "function", "mangled", "frames": [{"address", "function", "file", "line", "module",
+// "inlined"}]}]}. Unknown values are null. A frame whose code was inlined expands to
+// several frames with the same address, innermost first, all but the last with
+// "inlined": true.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +25,11 @@
 #include <vector>
 
 #include "core/result.h"
+#include "postproc/group_filter.h"
+#include "postproc/heap_replay.h"
 #include "postproc/report.h"
+#include "postproc/report_frame.h"
+#include "postproc/symbolizer.h"
 
 namespace ft::post {
 
@@ -40,16 +38,12 @@ enum class LeakSort { kBytes, kBlocks };
 struct LeakOptions {
   LeakSort sort = LeakSort::kBytes;
   std::optional<size_t> top;  // only the first N groups (totals still count all)
+  HeapReplayOptions replay;   // block filters; replay.stop is --at
+  GroupFilter filter;
+  ResolveOptions resolve;
 };
 
-struct LeakFrame {
-  uint64_t address = 0;  // as recorded (for a group seen in several processes: the first)
-  std::optional<std::string> function;  // demangled
-  std::optional<std::string> file;
-  std::optional<int64_t> line;
-  std::optional<std::string> module;
-  bool inlined = false;
-};
+using LeakFrame = ReportFrame;
 
 struct LeakGroup {
   std::string mangled;   // allocator entry point as recorded ("malloc", "_Znwm")
@@ -64,6 +58,10 @@ struct LeakReport {
   uint64_t leaked_blocks = 0;
   uint64_t processes = 0;     // trace files read
   uint64_t groups_total = 0;  // groups before LeakOptions::top
+  std::optional<When> at;     // --at
+  uint64_t suppressed_bytes = 0;
+  uint64_t suppressed_blocks = 0;
+  uint64_t suppressed_groups = 0;
   std::vector<LeakGroup> groups;
 };
 

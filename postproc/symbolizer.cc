@@ -17,14 +17,23 @@ namespace {
 // Pages are 4 KiB on x86-64; the fallback below also finds the segment with larger pages.
 constexpr uint64_t kPageSize = 4096;
 
-char* g_debuginfo_path = nullptr;  // libdwfl's default search path
+// libdwfl looks build-ids of fewer bytes up nowhere (MIN_BUILD_ID_BYTES).
+constexpr size_t kMinBuildIdBytes = 3;
 
-const Dwfl_Callbacks kOfflineCallbacks = {
-    dwfl_build_id_find_elf,
-    dwfl_standard_find_debuginfo,
-    dwfl_offline_section_address,
-    &g_debuginfo_path,
-};
+// An absolute, lexically normal directory without a trailing '/' ("/" becomes "").
+std::string absolute_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) p = dir;
+  std::string s = p.lexically_normal().string();
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool is_build_id(const std::string& id) {
+  return id.size() >= 2 * kMinBuildIdBytes && id.size() % 2 == 0 &&
+         id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
 
 std::string to_hex(const unsigned char* bits, size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -90,10 +99,16 @@ std::string absolute_source(const char* name, const char* comp_dir) {
 
 }  // namespace
 
+struct Symbolizer::Search {
+  std::string path;  // ":.debug:DIR1:...:DIRn"
+  char* path_ptr = nullptr;
+  Dwfl_Callbacks callbacks = {};
+};
+
 struct Symbolizer::ModuleFile {
   enum class State { kUnloaded, kReady, kFailed };
 
-  std::string path;
+  std::string path;      // from the trace
   std::string build_id;  // from the trace
   State state = State::kUnloaded;
   Dwfl* dwfl = nullptr;
@@ -108,7 +123,33 @@ struct Symbolizer::ModuleFile {
   }
 };
 
-Symbolizer::Symbolizer(Diagnostics& diag) : diag_(diag) { nowhere_.frames.emplace_back(); }
+Symbolizer::Symbolizer(Diagnostics& diag, ResolveOptions options)
+    : diag_(diag), search_(std::make_unique<Search>()) {
+  nowhere_.frames.emplace_back();
+  if (!options.sysroot.empty()) sysroot_ = absolute_dir(options.sysroot);
+  for (const std::string& dir : options.debug_dirs) {
+    if (!dir.empty()) debug_dirs_.push_back(absolute_dir(dir));
+  }
+  debug_dirs_.push_back(sysroot_ + "/usr/lib/debug");
+
+  // The empty entry is the module file's directory, ".debug" its subdirectory; absolute
+  // entries are searched by build-id and by the module's directory under them.
+  search_->path = ":.debug";
+  for (const std::string& dir : debug_dirs_) {
+    if (dir.find(':') != std::string::npos) {
+      diag_.warning("debug directory " + dir +
+                    ": a ':' in its name cannot be passed to libdwfl; separate debug files"
+                    " are not looked for there");
+      continue;
+    }
+    search_->path += ":" + dir;
+  }
+  search_->path_ptr = search_->path.data();
+  search_->callbacks.find_elf = dwfl_build_id_find_elf;
+  search_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  search_->callbacks.section_address = dwfl_offline_section_address;
+  search_->callbacks.debuginfo_path = &search_->path_ptr;
+}
 
 Symbolizer::~Symbolizer() = default;
 
@@ -166,32 +207,33 @@ Symbolizer::CodeKey Symbolizer::key(const Location& loc) {
   return CodeKey{m.file, loc.address - m.base + m.offset};
 }
 
-bool Symbolizer::load(ModuleFile& f) {
-  f.state = ModuleFile::State::kFailed;
-  auto fail = [&](const std::string& why) {
-    diag_.warning(f.path + ": " + why + "; its frames are not resolved");
-    return false;
+std::string Symbolizer::open(ModuleFile& f, const std::string& file) {
+  // Each candidate gets a Dwfl of its own, kept only when the file is usable.
+  Dwfl* dwfl = dwfl_begin(&search_->callbacks);
+  if (dwfl == nullptr) return std::string("libdwfl: ") + dwfl_errmsg(-1);
+  auto reject = [&](std::string why) {
+    dwfl_end(dwfl);
+    f.module = nullptr;
+    f.loads.clear();
+    return why;
   };
-  if (f.path.empty() || f.path[0] != '/') return fail("not a file (no symbols to read)");
-
-  f.dwfl = dwfl_begin(&kOfflineCallbacks);
-  if (f.dwfl == nullptr) return fail(std::string("libdwfl: ") + dwfl_errmsg(-1));
-  dwfl_report_begin(f.dwfl);
+  dwfl_report_begin(dwfl);
   // At the link-time addresses: an ET_DYN file is placed at bias 0 (add_p_vaddr), an
-  // ET_EXEC one where it says anyway.
-  f.module = dwfl_report_elf(f.dwfl, f.path.c_str(), f.path.c_str(), -1, 0, true);
+  // ET_EXEC one where it says anyway. The module is named as in the trace; libdwfl
+  // looks for its debug info next to `file`.
+  f.module = dwfl_report_elf(dwfl, f.path.c_str(), file.c_str(), -1, 0, true);
   if (f.module == nullptr) {
     std::string why = dwfl_errmsg(-1);
-    dwfl_report_end(f.dwfl, nullptr, nullptr);
-    return fail("cannot read it (" + why + ")");
+    dwfl_report_end(dwfl, nullptr, nullptr);
+    return reject("cannot read it (" + why + ")");
   }
-  dwfl_report_end(f.dwfl, nullptr, nullptr);
+  dwfl_report_end(dwfl, nullptr, nullptr);
 
   GElf_Addr elf_bias = 0;
   Elf* elf = dwfl_module_getelf(f.module, &elf_bias);
   GElf_Ehdr ehdr;
   if (elf == nullptr || gelf_getehdr(elf, &ehdr) == nullptr) {
-    return fail(std::string("cannot read it (") + dwfl_errmsg(-1) + ")");
+    return reject(std::string("cannot read it (") + dwfl_errmsg(-1) + ")");
   }
   const unsigned char* bits = nullptr;
   GElf_Addr id_vaddr = 0;
@@ -200,9 +242,9 @@ bool Symbolizer::load(ModuleFile& f) {
   // A trace without a build-id for the module (the tracer could not read it) leaves
   // nothing to check.
   if (!f.build_id.empty() && file_id != f.build_id) {
-    return fail("build-id " + (file_id.empty() ? std::string("(none)") : file_id) +
-                " differs from the trace's " + f.build_id +
-                " (the file was replaced or rebuilt since)");
+    return reject("build-id " + (file_id.empty() ? std::string("(none)") : file_id) +
+                  " differs from the trace's " + f.build_id +
+                  " (the file was replaced or rebuilt since)");
   }
 
   f.dyn = ehdr.e_type == ET_DYN;
@@ -214,9 +256,45 @@ bool Symbolizer::load(ModuleFile& f) {
       f.loads.push_back(ph);
     }
   }
-  if (f.dyn && f.loads.empty()) return fail("it has no loadable segment");
-  f.state = ModuleFile::State::kReady;
-  return true;
+  if (f.dyn && f.loads.empty()) return reject("it has no loadable segment");
+  f.dwfl = dwfl;
+  return {};
+}
+
+bool Symbolizer::load(ModuleFile& f) {
+  f.state = ModuleFile::State::kFailed;
+  auto fail = [&](const std::string& why) {
+    diag_.warning(f.path + ": " + why + "; its frames are not resolved");
+    return false;
+  };
+  if (f.path.empty() || f.path[0] != '/') return fail("not a file (no symbols to read)");
+
+  // "/../x" stays inside the sysroot.
+  std::string primary = sysroot_ + std::filesystem::path(f.path).lexically_normal().string();
+  std::string why = open(f, primary);
+  if (why.empty()) {
+    f.state = ModuleFile::State::kReady;
+    return true;
+  }
+  if (primary != f.path) why = primary + ": " + why;
+  if (!is_build_id(f.build_id)) return fail(why);
+
+  std::string tried;
+  for (const std::string& dir : debug_dirs_) {
+    std::string candidate =
+        dir + "/.build-id/" + f.build_id.substr(0, 2) + "/" + f.build_id.substr(2);
+    tried += tried.empty() ? "" : ", ";
+    tried += candidate;
+    std::error_code ec;
+    if (!std::filesystem::exists(candidate, ec)) continue;
+    std::string no = open(f, candidate);
+    if (no.empty()) {
+      f.state = ModuleFile::State::kReady;
+      return true;
+    }
+    tried += " (" + no + ")";
+  }
+  return fail(why + "; not found by build-id either, tried " + tried);
 }
 
 std::optional<uint64_t> Symbolizer::bias(const ModuleFile& f, const Mapping& m) const {

@@ -29,12 +29,40 @@
 // inside the call instruction: a call that is the last instruction of a function would
 // otherwise be attributed to the next function, and its line would be the next line.
 //
-// A module file that cannot be read, or whose build-id differs from the one in the
-// trace (the file was rebuilt or replaced since), resolves to no function, file or
-// line; it gets one warning, the first time an address in it is resolved. A module
-// recorded without a build-id (the tracer could not read it) is used unchecked.
-// Separate debug files are found by libdwfl's standard search (.gnu_debuglink,
-// build-id under /usr/lib/debug).
+// Where the files are (ResolveOptions: --sysroot, --debug-dir). A trace may have been
+// taken on another machine, whose files are copied under a sysroot; debug info may be
+// in separate files. The debug directories are, in this order: each debug_dirs entry,
+// then SYSROOT/usr/lib/debug when there is a sysroot, else /usr/lib/debug (with a
+// sysroot, this machine's /usr/lib/debug is not searched unless named by debug_dirs).
+// Relative directories are taken from the current directory.
+//  - The module file. For a module record with path P: SYSROOT/P with a sysroot, never
+//    this machine's P (a file of that name here is another build, or another program);
+//    P without one. When that file is missing or unreadable, or its build-id differs
+//    from the trace's (the file was rebuilt or replaced since), the module is looked for
+//    by the trace's build-id in each debug directory, as DIR/.build-id/xx/rest (xx: the
+//    first byte in hex, rest: the others; a full binary, or the link to one that debug
+//    packages install there). Only a file with the trace's build-id is used; build-ids
+//    shorter than 3 bytes are not looked up (as in libdwfl). A module recorded without a
+//    build-id (the tracer could not read it) is used unchecked, and not looked up.
+//    Absolute symbolic links inside a sysroot lead out of it; the build-id check keeps
+//    a different file out.
+//  - Its separate debug info (DWARF not in the module file): libdwfl's standard search,
+//    dwfl_standard_find_debuginfo, with the path ":.debug:DIR1:...:DIRn" of the debug
+//    directories. It looks by build-id first, DIR/.build-id/xx/rest.debug in each
+//    directory; then by the .gnu_debuglink name NAME (the module's file name + ".debug"
+//    without one): next to the module file that was read, in its .debug/ subdirectory,
+//    then DIR/<module file's directory>/NAME in each directory, where libdwfl also
+//    tries the directory's tails: for SYSROOT/usr/bin/prog that includes
+//    SYSROOT/usr/lib/debug/usr/bin/NAME. A debug file is used only when its build-id is
+//    the module's (without one, when the debuglink CRC matches). When DEBUGINFOD_URLS is
+//    set, libdwfl also asks those servers, by build-id. A debug directory whose name
+//    holds a ':' (the path's separator) cannot be given to libdwfl: it gets a warning
+//    and is only used to find module files.
+//  - Without any DWARF, functions are named from the ELF symbol table (.symtab, else
+//    .dynsym, of the module or its debug file), without file and line.
+// A module none of this finds resolves to no function, file or line; it gets one
+// warning, the first time an address in it is resolved: one line that names the files
+// tried, and why each one that exists was not used. Each module file is opened once.
 //
 // Code inlined by the compiler resolves to several frames, innermost first, from the
 // DWARF inlined-subroutine scopes: the inlined function at the line table's file:line,
@@ -74,6 +102,12 @@ struct ResolvedAddress {
   std::vector<SourceFrame> frames;      // innermost first; never empty
 };
 
+// Where the module files of a trace and their debug info are (see above).
+struct ResolveOptions {
+  std::string sysroot;                  // --sysroot DIR: module paths are looked up under DIR
+  std::vector<std::string> debug_dirs;  // --debug-dir DIR (repeatable): where separate debug files are
+};
+
 class Symbolizer {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -96,7 +130,7 @@ class Symbolizer {
     auto operator<=>(const CodeKey&) const = default;
   };
 
-  explicit Symbolizer(Diagnostics& diag);
+  explicit Symbolizer(Diagnostics& diag, ResolveOptions options = {});
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -121,6 +155,7 @@ class Symbolizer {
 
  private:
   struct ModuleFile;
+  struct Search;  // libdwfl's callbacks and debuginfo path, for every module's Dwfl
   struct Mapping {
     uint64_t base = 0, end = 0, offset = 0;
     uint32_t file = kNone;
@@ -129,10 +164,15 @@ class Symbolizer {
   // The mapping's file, read, and its load bias; null when it cannot be used.
   ModuleFile* usable_file(const Mapping& m, uint64_t* bias);
   bool load(ModuleFile& f);
+  // Opens `file` as f's module; empty when it is usable, else why not.
+  std::string open(ModuleFile& f, const std::string& file);
   std::optional<uint64_t> bias(const ModuleFile& f, const Mapping& m) const;
   void lookup(ModuleFile& f, uint64_t vaddr, ResolvedAddress& out);
 
   Diagnostics& diag_;
+  std::string sysroot_;                  // absolute, no trailing '/'; empty: none
+  std::vector<std::string> debug_dirs_;  // absolute, in search order, default last
+  std::unique_ptr<Search> search_;       // outlives every file's Dwfl
   Demangler demangler_;
   std::vector<std::unique_ptr<ModuleFile>> files_;
   std::map<std::pair<std::string, std::string>, uint32_t> file_index_;  // (path, build-id)

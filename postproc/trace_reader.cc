@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace ft::post {
@@ -30,6 +31,34 @@ bool is_end_record(const std::string& type) {
 void StderrDiagnostics::warning(std::string_view message) {
   std::fprintf(stderr, "functracer-postproc: warning: %.*s\n", static_cast<int>(message.size()),
                message.data());
+}
+
+Result<std::vector<std::string>> trace_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return std::vector<std::string>{path};
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    std::error_code type_ec;
+    if (p.extension() == ".trace" && it->is_regular_file(type_ec)) files.push_back(p.string());
+  }
+  if (ec) return Error::from_errno(ec.value(), path);
+  if (files.empty()) return Error::msg(path + ": no trace files (*.trace) in this directory");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool header_lists_plugin(const TraceRecord* header, std::string_view plugin) {
+  const std::string* plugins = header != nullptr ? header->get_str("plugins") : nullptr;
+  if (plugins == nullptr) return false;
+  std::string_view rest = *plugins;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == plugin) return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return false;
 }
 
 Status check_trace_file(const std::string& path) {

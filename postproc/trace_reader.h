@@ -46,6 +46,17 @@ class CollectingDiagnostics : public Diagnostics {
 // file. Cheap: reads at most the first buffer.
 Status check_trace_file(const std::string& path);
 
+// The trace files an argument names: the file itself or, for a directory (functracer
+// -o DIR), the regular files in it whose name ends in ".trace", sorted by name. A
+// directory without any is an error naming it.
+Result<std::vector<std::string>> trace_files(const std::string& path);
+
+// Whether the `plugins` field of a trace's header (comma-separated names) lists
+// `plugin`; false without a header or that field. A report that finds none of its
+// records in a trace uses it to tell "nothing happened" from "traced without the
+// plugin that writes them", which deserves a warning.
+bool header_lists_plugin(const TraceRecord* header, std::string_view plugin);
+
 class TraceReader {
  public:
   static Result<TraceReader> open(const std::string& path, Diagnostics& diag);

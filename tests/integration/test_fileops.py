@@ -27,6 +27,11 @@ For each build of the program:
   * -f -A -b 4: the forked child's trace shows it replacing an fd inherited from
     the parent with dup2 (an fd_close it can only write if it got the parent's
     state) and closing another; releases have frames, none more than 4.
+  * `functracer-postproc fds --json` on the -o trace: the fds left open are the
+    program's, each in a group of the function that opened it; the streams are the
+    program's plus those its exec took with the old image (as many as the program
+    counted); each group's first frame is in the program function that made the
+    call, and its function and file:line are what addr2line says.
 """
 
 import collections
@@ -232,6 +237,7 @@ class Replay:
         self.counts = collections.Counter()
         self.nested = []  # problems: a stream's inner descriptor seen open
         self.exe_base = None  # load address of the executable when each record was written
+        self.exec_closed = []  # [file_open record, fd or None] of the streams an exec closed
 
     def feed(self, r, exe_real):
         if r.type == "module" and os.path.realpath(str(r.f.get("path"))) == exe_real:
@@ -257,7 +263,9 @@ class Replay:
                 self.nested.append(f"line {r.lineno}: fdopen of fd {fd}, not open in the trace")
             self.streams[r.f.get("stream")] = [r, fd if fd >= 0 else None]
         elif r.type == "file_close":
-            self.streams.pop(r.f.get("stream"), None)
+            s = self.streams.pop(r.f.get("stream"), None)
+            if s is not None and r.f.get("function") == "exec":
+                self.exec_closed.append(s)
 
     def open_fds(self):
         return set(self.fds) | {s[1] for s in self.streams.values() if s[1] is not None}
@@ -390,6 +398,128 @@ def dump_check(ck, label, path, recs):
     ck.check_eq(got, want, f"{label}: fileops records as functracer-postproc dump reads them")
 
 
+def addr2line(exe, vaddr):
+    """(function, file, line) at vaddr in exe per addr2line -f: the innermost function
+    when the code there was inlined."""
+    res = h.run(["addr2line", "-f", "-e", exe, hex(vaddr)])
+    lines = res.out.splitlines()
+    if len(lines) < 2:
+        return None, None, None
+    loc = lines[1].split(" (discriminator")[0].strip()
+    file, _, line = loc.rpartition(":")
+    return lines[0].strip(), file, int(line) if line.isdigit() else None
+
+
+def fds_report_check(ck, label, path, recs, prog, exe, rp):
+    """`functracer-postproc fds --json` on the trace against the program's own list of
+    what it left open: the same fds, each in a group of the function that opened it;
+    the same streams, plus the ones the exec took with the old image (the program
+    counts them, the trace's file_close "exec" records say which); each group's first
+    frame in the program function that made the call, as nm and addr2line see it."""
+    res = h.run_postproc(["fds", "--json", path])
+    if not ck.check(res.status == 0 and not res.timed_out and not res.err.strip(),
+                    f"{label}: functracer-postproc fds --json\n{res.describe(1500)}"):
+        return
+    try:
+        doc = json.loads(res.out)
+    except ValueError as e:
+        ck.fail(f"{label}: fds --json is not JSON ({e})\n{res.describe(1500)}")
+        return
+    groups = doc.get("groups") or []
+    cut = [(g["function"], g["count"], len(g["open"])) for g in groups if len(g["open"]) != g["count"]]
+    ck.check(not cut, f"{label}: fds --json groups whose listing is cut: {cut}")
+
+    got_fds = collections.Counter()
+    got_fn = {}
+    got_streams = collections.Counter()
+    for g in groups:
+        for e in g["open"]:
+            if g["kind"] == "fd":
+                got_fds[e["fd"]] += 1
+                got_fn[e["fd"]] = g["function"]
+            else:
+                got_streams[(g["function"], e["fd"])] += 1
+    ck.check(all(n == 1 for n in got_fds.values()),
+             f"{label}: fds listed more than once: {[fd for fd, n in got_fds.items() if n > 1]}")
+    ck.check_eq(got_fn, {fd: fn for fd, (fn, _) in prog.leak_fds.items()},
+                f"{label}: fds --json: the fds left open and the function that opened each, "
+                f"against the program's list")
+    ck.check_eq(len(rp.exec_closed), prog.expect[("file_close", "exec")],
+                f"{label}: streams closed by the exec in the trace against the program's count")
+    want_streams = collections.Counter()
+    for (fn, fd, _), n in prog.leak_streams.items():
+        want_streams[(fn, fd)] += n
+    for r, _ in rp.exec_closed:
+        fd = r.f.get("fd")
+        want_streams[(r.f.get("function"), fd if fd >= 0 else None)] += 1
+    ck.check_eq(sorted(got_streams.items(), key=repr), sorted(want_streams.items(), key=repr),
+                f"{label}: fds --json: streams left open (function, fd): the program's, and "
+                f"those the exec took with the old image")
+    ck.check_eq((doc.get("open_fds"), doc.get("open_streams"), doc.get("processes"),
+                 doc.get("groups_total")),
+                (len(prog.leak_fds), sum(want_streams.values()), 1, len(groups)),
+                f"{label}: fds --json (open_fds, open_streams, processes, groups_total)")
+    counts = [g["count"] for g in groups]
+    ck.check(counts == sorted(counts, reverse=True),
+             f"{label}: fds --json groups are not sorted by count: {counts}")
+
+    # Which program function each group comes from: the program says so for what it
+    # lists; for the streams the exec took, nm on their records' first frame.
+    syms = Symbols(exe)
+    base_of = {}
+    for r in recs:
+        if r.type in ("fd_open", "file_open") and r.f.get("frames"):
+            base_of.setdefault(r.f["frames"][0], getattr(r, "exe_base", None))
+    # (function, fd) -> where; a set, as a stream the exec took and one of the new
+    # image may have had the same fd.
+    where_of_stream = collections.defaultdict(set)
+    for (fn, fd, where) in prog.leak_streams:
+        where_of_stream[(fn, fd)].add(where)
+    for r, _ in rp.exec_closed:
+        frames = r.f.get("frames") or [0]
+        where_of_stream[(r.f.get("function"), r.f.get("fd"))].add(
+            syms.function_at(frames[0] - 1, getattr(r, "exe_base", None)))
+    exe_real = os.path.realpath(exe)
+    wrong = []
+    checked = 0
+    for g in groups:
+        if g["kind"] == "fd":
+            each = [{prog.leak_fds.get(e["fd"], (None, None))[1]} for e in g["open"]]
+        else:
+            each = [where_of_stream.get((g["function"], e["fd"]), set()) for e in g["open"]]
+        wheres = set.intersection(*each) - {None} if each else set()
+        text = f"{g['kind']} group of {g['function']} {[e['fd'] for e in g['open']]}"
+        if not wheres:
+            wrong.append(f"{text}: its members come from different functions: {each}")
+            continue
+        frames = g.get("frames") or []
+        outer = [f for f in frames if not f.get("inlined")]
+        if not frames or not outer:
+            wrong.append(f"{text}: no frames")
+            continue
+        if h.base_name(outer[0].get("function")) not in wheres:
+            wrong.append(f"{text}: first frame {outer[0]} is not in {' or '.join(sorted(wheres))}")
+        if os.path.realpath(str(frames[0].get("module"))) != exe_real:
+            wrong.append(f"{text}: first frame module {frames[0].get('module')!r}, want {exe_real}")
+            continue
+        addr = int(frames[0]["address"], 16)
+        base = base_of.get(addr)
+        if syms.pie and base is None:
+            wrong.append(f"{text}: no raw record has the first frame {addr:#x}")
+            continue
+        fn, file, line = addr2line(exe, addr - 1 - (base if syms.pie else 0))
+        got = (h.base_name(frames[0].get("function")), os.path.basename(str(frames[0].get("file"))),
+               frames[0].get("line"))
+        if got != (fn, os.path.basename(str(file)), line):
+            wrong.append(f"{text}: first frame {got}, addr2line says {(fn, file, line)}")
+            continue
+        checked += 1
+    ck.check(not wrong, f"{label}: fds --json frames:\n  " + "\n  ".join(wrong[:10]))
+    if not wrong:
+        print(f"{label}: fds --json: {len(got_fn)} fds and {sum(got_streams.values())} streams "
+              f"as the program says; {checked} groups start in the calling function per addr2line")
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -420,8 +550,9 @@ def run_with_output(ck, label, exe, ref, prog):
             return
         hdr = recs[0].f
         ck.check_eq(hdr.get("plugins"), "fileops", f"{label}: header plugins")
-        analyse(ck, label, recs, prog, exe)
+        rp = analyse(ck, label, recs, prog, exe)
         dump_check(ck, label, path, recs)
+        fds_report_check(ck, label, path, recs, prog, exe, rp)
 
 
 def run_streaming(ck, label, exe, ref, prog):

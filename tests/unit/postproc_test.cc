@@ -1040,7 +1040,7 @@ TEST(CommandLine, UsageErrors) {
   };
   std::vector<Case> cases = {
       {{}, "no report given"},
-      {{"nope", "t"}, "unknown report 'nope' (one of: leaks, calls, tree, dump)"},
+      {{"nope", "t"}, "unknown report 'nope' (one of: leaks, peak, temporary, allocators, histogram, diff, "},
       {{"calls"}, "no trace files given"},
       {{"calls", "--bogus", "t"}, "unknown option '--bogus'"},
       {{"calls", "-x", "t"}, "unknown option '-x'"},

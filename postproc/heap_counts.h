@@ -1,0 +1,70 @@
+// HeapCounts: what the heap reports count per site, gathered in one replay by a
+// SiteCounter (a HeapObserver).
+//
+//  - allocations / allocated_bytes: every block allocated (leaks or not);
+//  - leaked_blocks / leaked_bytes: blocks still live when their image ended (exec, end
+//    of trace), or at the --at moment; with --at, blocks that an exec made leak before
+//    that moment are not live at it and are not counted;
+//  - temporary / temporary_bytes: temporary allocations, as heaptrack counts them: a
+//    block freed by the thread that allocated it with no other allocation by that
+//    thread in between (malloc, use, free right away: pure allocator churn).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "postproc/heap_replay.h"
+
+namespace ft::post {
+
+struct HeapCounts {
+  uint64_t allocations = 0;
+  uint64_t allocated_bytes = 0;
+  uint64_t leaked_blocks = 0;
+  uint64_t leaked_bytes = 0;
+  uint64_t temporary = 0;
+  uint64_t temporary_bytes = 0;
+
+  HeapCounts& operator+=(const HeapCounts& o) {
+    allocations += o.allocations;
+    allocated_bytes += o.allocated_bytes;
+    leaked_blocks += o.leaked_blocks;
+    leaked_bytes += o.leaked_bytes;
+    temporary += o.temporary;
+    temporary_bytes += o.temporary_bytes;
+    return *this;
+  }
+  bool empty() const { return allocations == 0 && leaked_blocks == 0; }
+};
+
+class SiteCounter : public HeapObserver {
+ public:
+  // `at`: the replay stops at an --at moment (see above).
+  explicit SiteCounter(bool at = false) : at_(at) {}
+
+  void begin_process(const TraceReader& reader) override;
+  void on_alloc(const Block& block) override;
+  void on_free(const Block& block, const Moment& when) override;
+  void on_live_at_end(const Block& block, ImageEnd how) override;
+
+  // The sites with any count, in SiteId order.
+  std::vector<std::pair<SiteId, HeapCounts>> per_site() const;
+  const HeapCounts& total() const { return total_; }
+
+ private:
+  HeapCounts& at(SiteId site) {
+    if (counts_.size() <= site) counts_.resize(site + 1);
+    return counts_[site];
+  }
+
+  bool at_;
+  std::vector<HeapCounts> counts_;
+  HeapCounts total_;
+  // Per thread, the address of its last allocation while that block is live and no
+  // other allocation followed.
+  std::unordered_map<int64_t, uint64_t> last_alloc_;
+};
+
+}  // namespace ft::post

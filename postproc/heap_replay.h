@@ -1,0 +1,107 @@
+// HeapReplay: replays the memtrace records of trace files (doc/trace-format.md §3.5)
+// into block lifetimes, which the heap reports (leaks, peak, temporary, histogram,
+// allocators, diff) observe.
+//
+// Each trace is one process, replayed on its own: an `alloc` makes its block live, a
+// `free` of a live block ends it; a `free` of an address that is not live is ignored
+// (a block from before an attach, or inherited from the parent of a fork), and
+// `alloc_failed`, `bad_free`, `map` and `unmap` are not heap blocks. An `alloc` at an
+// address that is already live ends that block first (its release was not recorded).
+// The blocks live when an image ends are reported as such: at an `exec` (the new
+// image does not inherit the heap), at the end of the trace (its end record or, for a
+// trace cut short, the cut), or at the --at moment where the replay was told to stop.
+//
+// Memory is bounded by the live blocks and the distinct sites, not by the number of
+// events: records are streamed (TraceReader) and each block keeps a 32-bit SiteId
+// (site_table.h). Blocks rejected by the BlockFilter are not followed at all.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/result.h"
+#include "postproc/heap_filter.h"
+#include "postproc/site_table.h"
+#include "postproc/symbolizer.h"
+#include "postproc/trace_reader.h"
+
+namespace ft::post {
+
+struct Block {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  SiteId site = 0;
+  int64_t tid = 0;
+  uint64_t time_ns = 0;  // since the start of the trace
+  uint64_t seq = 0;
+};
+
+// Where a record happened: thread, time since the start of the trace, sequence number.
+struct Moment {
+  int64_t tid = 0;
+  uint64_t time_ns = 0;
+  uint64_t seq = 0;
+};
+
+enum class ImageEnd { kExec, kEnd, kStop };
+
+class HeapObserver {
+ public:
+  virtual ~HeapObserver() = default;
+  virtual void begin_process(const TraceReader& /*reader*/) {}
+  virtual void on_alloc(const Block& /*block*/) {}
+  // A live block ended: freed, or replaced by an alloc at its address.
+  virtual void on_free(const Block& /*block*/, const Moment& /*when*/) {}
+  // A block still live when its image ended.
+  virtual void on_live_at_end(const Block& /*block*/, ImageEnd /*how*/) {}
+  virtual void end_process(const TraceReader& /*reader*/) {}
+};
+
+struct HeapReplayOptions {
+  BlockFilter filter;
+  std::optional<When> stop;  // --at: replay each trace only up to this moment
+};
+
+class HeapReplay {
+ public:
+  HeapReplay(SiteTable& sites, Symbolizer& symbolizer, HeapObserver& observer,
+             Diagnostics& diag, HeapReplayOptions options = {})
+      : sites_(sites), symbolizer_(symbolizer), observer_(observer), diag_(diag),
+        options_(std::move(options)) {}
+
+  // Replays each trace in turn. Fails only when a file cannot be opened or is not a
+  // trace; problems inside a trace are warnings.
+  Status run(const std::vector<std::string>& traces);
+
+  uint64_t processes() const { return processes_; }
+  uint64_t events() const { return events_; }  // alloc and free records read
+
+ private:
+  void replay(TraceReader& reader);
+  void end_image(ImageEnd how);
+
+  struct Live {
+    uint64_t size = 0;
+    SiteId site = 0;
+    int64_t tid = 0;
+    uint64_t time_ns = 0;
+    uint64_t seq = 0;
+  };
+  Block block(uint64_t address, const Live& l) const {
+    return Block{address, l.size, l.site, l.tid, l.time_ns, l.seq};
+  }
+
+  SiteTable& sites_;
+  Symbolizer& symbolizer_;
+  HeapObserver& observer_;
+  Diagnostics& diag_;
+  HeapReplayOptions options_;
+  std::unordered_map<uint64_t, Live> live_;
+  uint64_t processes_ = 0;
+  uint64_t events_ = 0;
+};
+
+}  // namespace ft::post

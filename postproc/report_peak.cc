@@ -1,0 +1,175 @@
+#include "postproc/report_peak.h"
+
+#include <fmt/format.h>
+
+#include "postproc/heap_session.h"
+
+namespace ft::post {
+
+namespace {
+
+struct Live {
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+  Live& operator+=(const Live& o) {
+    bytes += o.bytes;
+    blocks += o.blocks;
+    return *this;
+  }
+};
+
+struct ProcessPeak {
+  int64_t pid = 0;
+  std::string trace;
+  Live peak;
+  uint64_t time_ns = 0;
+  uint64_t seq = 0;
+  std::vector<std::pair<SiteId, Live>> per_site;  // live at the peak
+};
+
+class PeakObserver : public HeapObserver {
+ public:
+  void begin_process(const TraceReader& /*reader*/) override {
+    sites_.clear();
+    now_ = {};
+    peak_ = ProcessPeak{};
+    epoch_ = 0;
+  }
+
+  void on_alloc(const Block& b) override {
+    change(b.site, static_cast<int64_t>(b.size), 1);
+    if (now_.bytes > peak_.peak.bytes) {
+      ++epoch_;
+      peak_.peak = now_;
+      peak_.time_ns = b.time_ns;
+      peak_.seq = b.seq;
+    }
+  }
+  void on_free(const Block& b, const Moment& /*when*/) override {
+    change(b.site, -static_cast<int64_t>(b.size), -1);
+  }
+  void on_live_at_end(const Block& b, ImageEnd /*how*/) override {
+    change(b.site, -static_cast<int64_t>(b.size), -1);
+  }
+
+  void end_process(const TraceReader& reader) override {
+    peak_.pid = reader.pid();
+    peak_.trace = reader.path();
+    for (size_t i = 0; i < sites_.size(); ++i) {
+      const SiteState& s = sites_[i];
+      Live at = s.epoch < epoch_ ? s.now : s.at_peak;
+      if (at.blocks > 0) peak_.per_site.emplace_back(static_cast<SiteId>(i), at);
+    }
+    peaks.push_back(std::move(peak_));
+  }
+
+  std::vector<ProcessPeak> peaks;
+
+ private:
+  struct SiteState {
+    Live now;
+    Live at_peak;        // valid when epoch == epoch_ (changed since the last maximum)
+    uint64_t epoch = 0;  // epoch_ at the last change
+  };
+
+  void change(SiteId site, int64_t bytes, int64_t blocks) {
+    if (sites_.size() <= site) sites_.resize(site + 1);
+    SiteState& s = sites_[site];
+    if (s.epoch < epoch_) {
+      s.at_peak = s.now;  // unchanged since the last maximum
+      s.epoch = epoch_;
+    }
+    s.now.bytes = static_cast<uint64_t>(static_cast<int64_t>(s.now.bytes) + bytes);
+    s.now.blocks = static_cast<uint64_t>(static_cast<int64_t>(s.now.blocks) + blocks);
+    now_.bytes = static_cast<uint64_t>(static_cast<int64_t>(now_.bytes) + bytes);
+    now_.blocks = static_cast<uint64_t>(static_cast<int64_t>(now_.blocks) + blocks);
+  }
+
+  std::vector<SiteState> sites_;
+  Live now_;
+  ProcessPeak peak_;
+  uint64_t epoch_ = 0;
+};
+
+}  // namespace
+
+Status report_peak(const ReportOptions& options, Output& out, Diagnostics& diag) {
+  auto filter = group_filter(options);
+  if (!filter) return filter.error();
+  HeapSession session(diag, options.resolve);
+  PeakObserver observer;
+  auto processes = session.replay(options.traces, observer, heap_replay_options(options));
+  if (!processes) return processes.error();
+
+  auto greater = [](const Live& a, const Live& b) {
+    return std::pair(a.bytes, a.blocks) > std::pair(b.bytes, b.blocks);
+  };
+  std::optional<size_t> top;
+  if (options.top) top = static_cast<size_t>(*options.top);
+
+  std::string text;
+  JsonWriter w(text, 2);
+  auto it = std::back_inserter(text);
+  if (options.json) {
+    uint64_t largest = 0;
+    for (const ProcessPeak& p : observer.peaks) largest = std::max(largest, p.peak.bytes);
+    w.begin_object();
+    w.key("peak_bytes").unsigned_integer(largest);
+    w.key("processes").begin_array();
+  }
+  for (const ProcessPeak& p : observer.peaks) {
+    auto sel = select_groups(session.grouper(), p.per_site, *filter, greater, top);
+    if (options.json) {
+      w.begin_object();
+      w.key("pid").integer(p.pid);
+      w.key("trace").string(p.trace);
+      w.key("peak_bytes").unsigned_integer(p.peak.bytes);
+      w.key("peak_blocks").unsigned_integer(p.peak.blocks);
+      w.key("time_ns").unsigned_integer(p.time_ns);
+      w.key("seq").unsigned_integer(p.seq);
+      w.key("at").string(fmt::format("#{}", p.seq));
+      w.key("groups_total").unsigned_integer(sel.groups_total);
+      w.key("groups").begin_array();
+      for (const auto& g : sel.groups) {
+        w.begin_object();
+        w.key("bytes").unsigned_integer(g.counts.bytes);
+        w.key("blocks").unsigned_integer(g.counts.blocks);
+        w.key("function").string(g.head.function);
+        w.key("mangled").string(g.head.mangled);
+        write_frames_json(w, g.frames);
+        w.end_object();
+      }
+      w.end_array();
+      w.end_object();
+      continue;
+    }
+    if (&p != &observer.peaks.front()) text += '\n';
+    if (p.peak.blocks == 0) {
+      fmt::format_to(it, "process {} ({}): no heap blocks\n", p.pid, p.trace);
+      continue;
+    }
+    fmt::format_to(it, "process {} ({}): peak heap {} in {} at {} (event #{}; {} groups",
+                   p.pid, p.trace, plural(p.peak.bytes, "byte", "bytes"),
+                   plural(p.peak.blocks, "block", "blocks"), format_duration(p.time_ns), p.seq,
+                   sel.groups_total);
+    if (sel.groups.size() < sel.groups_total) {
+      fmt::format_to(it, "; the first {} shown", sel.groups.size());
+    }
+    text += ")\n";
+    for (const auto& g : sel.groups) {
+      fmt::format_to(it, "\n{} in {} allocated by {}\n", plural(g.counts.bytes, "byte", "bytes"),
+                     plural(g.counts.blocks, "block", "blocks"),
+                     g.head.function.empty() ? "??" : g.head.function);
+      append_frames_text(text, g.frames);
+    }
+  }
+  if (options.json) {
+    w.end_array();
+    w.end_object();
+    text += '\n';
+  }
+  out.write(text);
+  return {};
+}
+
+}  // namespace ft::post

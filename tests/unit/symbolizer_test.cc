@@ -1,0 +1,406 @@
+// Tests of where the symbolizer finds module files and their debug info
+// (ResolveOptions: sysroot, debug directories; postproc/symbolizer.h), on copies of
+// the fixture program tests/unit/fixtures/sym_fixture.c that the build lays out in
+// sym_tree (see tests/unit/fixtures/meson.build): stripped copies with a
+// .gnu_debuglink, their debug file next to them, in .debug/, under a sysroot's
+// /usr/lib/debug, in a .build-id tree, and another build with a different build-id.
+//
+// The oracle is binutils on the files themselves: nm for the functions' addresses,
+// readelf for the build-id, and addr2line -f -i -C for what is at each address, run on
+// the unstripped program (what full debug info gives) or on a stripped copy (what the
+// symbol table alone gives).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fixtures/sym_fixture_path.h"
+#include "postproc/symbolizer.h"
+#include "postproc/trace_reader.h"
+
+namespace ft::post {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kBase = 0x555555554000;  // where the tests map the program
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> w;
+  std::istringstream in(line);
+  for (std::string t; in >> t;) w.push_back(t);
+  return w;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+bool is_hex(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Standard output of a shell command (stderr discarded).
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(("LC_ALL=C " + cmd + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// A scratch directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "ft-sym-test-XXXXXX").string();
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) != nullptr) path_ = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// ---------------------------------------------------------------------------
+// The oracle
+
+// One frame as addr2line prints it ("??" and line 0 or "?" are unknown).
+struct OracleFrame {
+  std::optional<std::string> function;
+  std::optional<std::string> file;  // lexically normal
+  std::optional<int64_t> line;
+};
+
+// `addr2line -f -i -C -a -e FILE ADDR...`: per address, a line with the address, then
+// pairs of lines (function, FILE:LINE), innermost first.
+std::map<uint64_t, std::vector<OracleFrame>> addr2line(const std::string& file,
+                                                       const std::vector<uint64_t>& addresses) {
+  std::string cmd = "addr2line -f -i -C -a -e " + shell_quote(file);
+  for (uint64_t a : addresses) cmd += " " + hex(a);
+  std::map<uint64_t, std::vector<OracleFrame>> out;
+  std::vector<std::string> lines = split_lines(run_command(cmd));
+  std::vector<OracleFrame>* current = nullptr;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (l.rfind("0x", 0) == 0 && is_hex(l.substr(2))) {
+      current = &out[std::stoull(l.substr(2), nullptr, 16)];
+      continue;
+    }
+    if (current == nullptr || i + 1 >= lines.size()) return {};
+    OracleFrame f;
+    if (l != "??") f.function = l;
+    std::string where = lines[++i];
+    if (size_t d = where.find(" (discriminator"); d != std::string::npos) where.resize(d);
+    size_t colon = where.rfind(':');
+    if (colon == std::string::npos) return {};
+    std::string name = where.substr(0, colon), line = where.substr(colon + 1);
+    if (name != "??") f.file = fs::path(name).lexically_normal().string();
+    if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos &&
+        line != "0") {
+      f.line = std::stoll(line);
+    }
+    current->push_back(f);
+  }
+  return out;
+}
+
+struct Fixture {
+  static const Fixture& get() {
+    static const Fixture f;
+    return f;
+  }
+
+  std::string program = FT_SYM_FIXTURE;  // with DWARF
+  std::string tree = FT_SYM_TREE;
+  std::string build_id;
+  std::vector<uint64_t> probes;  // link-time addresses: every byte of sf_outer, sf_helper
+  std::map<uint64_t, std::vector<OracleFrame>> full;     // addr2line on `program`
+  std::map<uint64_t, std::vector<OracleFrame>> symbols;  // addr2line on a stripped copy
+  std::string problem;  // why the fixture cannot be used, empty if it can
+
+  std::string at(const std::string& rel) const { return tree + "/" + rel; }
+
+ private:
+  Fixture() {
+    if (tree.empty()) {
+      problem = "objcopy or readelf was not found when the build was configured";
+      return;
+    }
+    for (const std::string& line :
+         split_lines(run_command("readelf -n " + shell_quote(program)))) {
+      std::vector<std::string> w = words(line);
+      if (w.size() == 3 && w[0] == "Build" && w[1] == "ID:" && is_hex(w[2])) build_id = w[2];
+    }
+    for (const std::string& line :
+         split_lines(run_command("nm -S --defined-only " + shell_quote(program)))) {
+      std::vector<std::string> w = words(line);
+      if (w.size() != 4 || !is_hex(w[0]) || !is_hex(w[1])) continue;
+      if (w[3] != "sf_outer" && w[3] != "sf_helper") continue;
+      uint64_t value = std::stoull(w[0], nullptr, 16), size = std::stoull(w[1], nullptr, 16);
+      for (uint64_t a = value; a < value + size; ++a) probes.push_back(a);
+    }
+    full = addr2line(program, probes);
+    symbols = addr2line(at("bare/sym_prog"), probes);
+    if (build_id.empty() || probes.empty() || full.size() != probes.size() ||
+        symbols.size() != probes.size()) {
+      problem = "cannot read " + program + " with readelf, nm and addr2line";
+      return;
+    }
+    bool inlined = false;
+    for (const auto& [a, frames] : full) inlined = inlined || frames.size() > 1;
+    if (!inlined) problem = "addr2line shows no inlined code in " + program;
+  }
+};
+
+TraceRecord module_record(const std::string& path, const std::string& build_id) {
+  TraceRecord m;
+  m.type = "module";
+  m.add("base", Hex{kBase}).add("end", Hex{kBase + 0x10000}).add("offset", Hex{0});
+  m.add("path", path).add("build_id", build_id);
+  return m;
+}
+
+std::string describe(const std::optional<std::string>& s) { return s ? *s : "(null)"; }
+std::string describe(const std::optional<int64_t>& n) {
+  return n ? std::to_string(*n) : "(null)";
+}
+
+class SymbolizerFiles : public testing::Test {
+ protected:
+  void SetUp() override {
+    // Keep libdwfl from asking debuginfod servers: the files under test are all local.
+    ::unsetenv("DEBUGINFOD_URLS");
+    if (!fx.problem.empty()) GTEST_SKIP() << fx.problem;
+  }
+
+  // Resolves every probe address of the module recorded as (path, build-id) and
+  // compares with the oracle's frames; every frame but the last is inlined.
+  static void expect_resolves_as(Symbolizer& s, const std::string& path,
+                                 const std::map<uint64_t, std::vector<OracleFrame>>& oracle) {
+    s.begin_process();
+    s.observe(module_record(path, fx.build_id));
+    for (uint64_t a : fx.probes) {
+      SCOPED_TRACE("address " + hex(a));
+      const ResolvedAddress& r = s.resolve(s.locate(kBase + a), false);
+      ASSERT_NE(r.module, nullptr);
+      EXPECT_EQ(*r.module, path);
+      const std::vector<OracleFrame>& want = oracle.at(a);
+      ASSERT_EQ(r.frames.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        SCOPED_TRACE("frame " + std::to_string(i));
+        EXPECT_EQ(describe(r.frames[i].function), describe(want[i].function));
+        EXPECT_EQ(describe(r.frames[i].file), describe(want[i].file));
+        EXPECT_EQ(describe(r.frames[i].line), describe(want[i].line));
+        EXPECT_EQ(r.frames[i].inlined, i + 1 < want.size());
+      }
+    }
+  }
+
+  // Every probe address resolves to nothing but the module.
+  static void expect_unresolved(Symbolizer& s, const std::string& path) {
+    s.begin_process();
+    s.observe(module_record(path, fx.build_id));
+    for (uint64_t a : fx.probes) {
+      const ResolvedAddress& r = s.resolve(s.locate(kBase + a), false);
+      ASSERT_NE(r.module, nullptr);
+      EXPECT_EQ(*r.module, path);
+      ASSERT_EQ(r.frames.size(), 1u);
+      EXPECT_FALSE(r.frames[0].function || r.frames[0].file || r.frames[0].line) << hex(a);
+    }
+  }
+
+  static const Fixture& fx;
+};
+
+const Fixture& SymbolizerFiles::fx = Fixture::get();
+
+std::string build_id_file(const std::string& dir, const std::string& id) {
+  return dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2);
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+
+// The oracle itself: the stripped copies must be what the tests say they are.
+TEST_F(SymbolizerFiles, FixtureCopiesAreStrippedWithTheSameBuildId) {
+  for (const char* rel : {"sysroot/usr/bin/sym_prog", "bare/sym_prog", "adjacent/sym_prog",
+                          "dotdebug/sym_prog"}) {
+    std::string sections = run_command("readelf -S " + shell_quote(fx.at(rel)));
+    EXPECT_TRUE(contains(sections, ".gnu_debuglink") && contains(sections, ".symtab")) << rel;
+    EXPECT_FALSE(contains(sections, ".debug_info")) << rel;
+    EXPECT_TRUE(contains(run_command("readelf -n " + shell_quote(fx.at(rel))), fx.build_id))
+        << rel;
+  }
+  std::string other = fx.at("wrongroot/usr/bin/sym_prog");
+  EXPECT_FALSE(contains(run_command("readelf -n " + shell_quote(other)), fx.build_id));
+}
+
+// SYSROOT/usr/bin/sym_prog for /usr/bin/sym_prog; its .gnu_debuglink file is in
+// SYSROOT/usr/lib/debug/usr/bin/ (the default debug directory under a sysroot). Each
+// address is looked up once.
+TEST_F(SymbolizerFiles, SysrootModuleWithDebugLinkUnderSysrootUsrLibDebug) {
+  CollectingDiagnostics diag;
+  Symbolizer s(diag, ResolveOptions{fx.at("sysroot"), {}});
+  expect_resolves_as(s, "/usr/bin/sym_prog", fx.full);
+  EXPECT_EQ(s.lookups(), fx.probes.size());
+  expect_resolves_as(s, "/usr/bin/sym_prog", fx.full);
+  EXPECT_EQ(s.lookups(), fx.probes.size());
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+// A copy whose debug file is found nowhere but in --debug-dir, by build-id
+// (DIR/.build-id/xx/rest.debug).
+TEST_F(SymbolizerFiles, DebugDirFindsDebugFileByBuildId) {
+  CollectingDiagnostics diag;
+  Symbolizer s(diag, ResolveOptions{"", {fx.at("bare"), fx.at("buildid")}});
+  expect_resolves_as(s, fx.at("bare/sym_prog"), fx.full);
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+TEST_F(SymbolizerFiles, DebugLinkNextToTheModule) {
+  CollectingDiagnostics diag;
+  Symbolizer s(diag);
+  expect_resolves_as(s, fx.at("adjacent/sym_prog"), fx.full);
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+TEST_F(SymbolizerFiles, DebugLinkInDotDebugSubdirectory) {
+  CollectingDiagnostics diag;
+  Symbolizer s(diag);
+  expect_resolves_as(s, fx.at("dotdebug/sym_prog"), fx.full);
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+// Relative directories are from the current directory (libdwfl would take a relative
+// path entry as a subdirectory of the module's directory).
+TEST_F(SymbolizerFiles, RelativeSysrootAndDebugDirAreFromTheCurrentDirectory) {
+  std::string sysroot = fs::relative(fx.at("wrongroot"), fs::current_path()).string();
+  std::string debug = fs::relative(fx.at("buildid"), fs::current_path()).string();
+  ASSERT_FALSE(sysroot.empty() || sysroot[0] == '/' || debug.empty() || debug[0] == '/');
+  CollectingDiagnostics diag;
+  Symbolizer s(diag, ResolveOptions{sysroot, {debug}});
+  expect_resolves_as(s, "/usr/bin/sym_prog", fx.full);
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+// SYSROOT/usr/bin/sym_prog is another build: the module is taken from the debug
+// directory by build-id (DIR/.build-id/xx/rest, a full binary), and its debug file
+// too. Without that directory: one warning that says what was tried.
+TEST_F(SymbolizerFiles, WrongBuildIdInSysrootFallsBackToBuildIdDirectory) {
+  {
+    CollectingDiagnostics diag;
+    Symbolizer s(diag, ResolveOptions{fx.at("wrongroot"), {fx.at("bare"), fx.at("buildid")}});
+    expect_resolves_as(s, "/usr/bin/sym_prog", fx.full);
+    EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+  }
+  CollectingDiagnostics diag;
+  Symbolizer s(diag, ResolveOptions{fx.at("wrongroot"), {fx.at("bare")}});
+  expect_unresolved(s, "/usr/bin/sym_prog");
+  ASSERT_EQ(diag.warnings.size(), 1u) << testing::PrintToString(diag.warnings);
+  const std::string& w = diag.warnings[0];
+  EXPECT_EQ(w.rfind("/usr/bin/sym_prog: ", 0), 0u) << w;
+  EXPECT_TRUE(contains(w, fx.at("wrongroot/usr/bin/sym_prog"))) << w;
+  EXPECT_TRUE(contains(w, "build-id")) << w;
+  EXPECT_TRUE(contains(w, build_id_file(fx.at("bare"), fx.build_id))) << w;
+  EXPECT_TRUE(contains(w, build_id_file(fx.at("wrongroot/usr/lib/debug"), fx.build_id))) << w;
+  EXPECT_TRUE(contains(w, "not resolved")) << w;
+  EXPECT_FALSE(contains(w, "\n")) << w;
+}
+
+// The symbol table alone: function names, innermost only, no file or line.
+TEST_F(SymbolizerFiles, NoDebugInfoAnywhereGivesSymbolNamesOnly) {
+  for (const auto& [a, frames] : fx.symbols) {
+    ASSERT_EQ(frames.size(), 1u) << hex(a);
+    ASSERT_TRUE(frames[0].function && !frames[0].file && !frames[0].line) << hex(a);
+  }
+  CollectingDiagnostics diag;
+  Symbolizer s(diag);
+  expect_resolves_as(s, fx.at("bare/sym_prog"), fx.symbols);
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+// A module file found nowhere: null fields, and one warning for all its addresses that
+// names the module and every file tried.
+TEST_F(SymbolizerFiles, MissingFileGivesNullsAndOneWarning) {
+  CollectingDiagnostics diag;
+  Symbolizer s(diag, ResolveOptions{fx.at("sysroot"), {fx.at("bare")}});
+  expect_unresolved(s, "/usr/bin/sym_missing");
+  expect_unresolved(s, "/usr/bin/sym_missing");
+  ASSERT_EQ(diag.warnings.size(), 1u) << testing::PrintToString(diag.warnings);
+  const std::string& w = diag.warnings[0];
+  EXPECT_EQ(w.rfind("/usr/bin/sym_missing: ", 0), 0u) << w;
+  EXPECT_TRUE(contains(w, fx.at("sysroot/usr/bin/sym_missing"))) << w;
+  EXPECT_TRUE(contains(w, build_id_file(fx.at("bare"), fx.build_id))) << w;
+  EXPECT_TRUE(contains(w, build_id_file(fx.at("sysroot/usr/lib/debug"), fx.build_id))) << w;
+  EXPECT_FALSE(contains(w, "\n")) << w;
+}
+
+// With a sysroot, a module's path on this machine is not read, nor a debug file next
+// to it: adjacent/sym_prog resolves fully from its own path, but under a sysroot that
+// does not have it, not at all, and from a copy under the sysroot with names only.
+TEST_F(SymbolizerFiles, SysrootGivenHostFilesAreNotUsed) {
+  std::string host = fx.at("adjacent/sym_prog");
+  {
+    CollectingDiagnostics diag;
+    Symbolizer s(diag);
+    expect_resolves_as(s, host, fx.full);
+  }
+  TempDir root;
+  ASSERT_FALSE(root.path().empty());
+  {
+    CollectingDiagnostics diag;
+    Symbolizer s(diag, ResolveOptions{root.path(), {}});
+    expect_unresolved(s, host);
+    ASSERT_EQ(diag.warnings.size(), 1u) << testing::PrintToString(diag.warnings);
+    EXPECT_TRUE(contains(diag.warnings[0], root.path() + host)) << diag.warnings[0];
+  }
+  std::string copy = root.path() + host;
+  fs::create_directories(fs::path(copy).parent_path());
+  fs::copy_file(fx.at("bare/sym_prog"), copy);
+  CollectingDiagnostics diag;
+  Symbolizer s(diag, ResolveOptions{root.path(), {}});
+  expect_resolves_as(s, host, fx.symbols);
+  EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
+}
+
+}  // namespace
+}  // namespace ft::post
