@@ -15,7 +15,9 @@
 //   thread TID                         the thread that runs leaky_thread
 // The peak comes before the thread is created, because pthread_create allocates
 // inside libc.
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
