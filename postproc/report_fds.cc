@@ -49,8 +49,7 @@ struct Listed {
 // Memory is bounded by what is open at once and by the distinct sites.
 class FdReplay {
  public:
-  FdReplay(SiteTable& sites, Symbolizer& symbolizer, Diagnostics& diag,
-           std::optional<int64_t> tid)
+  FdReplay(SiteTable& sites, Symbolizer& symbolizer, Diagnostics& diag, std::optional<int64_t> tid)
       : sites_(sites), symbolizer_(symbolizer), diag_(diag), tid_(tid) {}
 
   Status run(const std::vector<std::string>& traces) {
@@ -121,8 +120,9 @@ class FdReplay {
   // Ordered, so that leaks are listed by fd number and stream address.
   std::map<int64_t, Open> fds_;
   std::map<uint64_t, Open> streams_;
-  std::unordered_multimap<int64_t, uint64_t> stream_of_fd_;  // the streams holding each fd
-  std::vector<FdCounts> counts_;            // by SiteId
+  // The streams holding each fd.
+  std::unordered_multimap<int64_t, uint64_t> stream_of_fd_;
+  std::vector<FdCounts> counts_;             // by SiteId
   std::vector<std::vector<Listed>> listed_;  // by SiteId
   uint64_t order_ = 0;
   uint64_t processes_ = 0;
@@ -217,7 +217,8 @@ Result<FdReport> compute_fds(const std::vector<std::string>& traces, const FdOpt
 
   std::vector<std::pair<SiteId, FdCounts>> leaked = replay.per_site();
   auto greater = [](const FdCounts& a, const FdCounts& b) { return a.total() > b.total(); };
-  GroupSelection<FdCounts> sel = select_groups(grouper, leaked, options.filter, greater, options.top);
+  GroupSelection<FdCounts> sel =
+      select_groups(grouper, leaked, options.filter, greater, options.top);
 
   FdReport report;
   report.processes = replay.processes();
@@ -297,10 +298,10 @@ std::string format_fds_text(const FdReport& report) {
                    plural(report.suppressed_groups, "group", "groups"));
   }
   for (const FdGroup& g : report.groups) {
-    fmt::format_to(out, "\n{} opened by {}:",
-                   g.kind == FdKind::kFd ? plural(g.count, "fd", "fds")
-                                         : plural(g.count, "stream", "streams"),
-                   g.function.empty() ? "??" : g.function);
+    fmt::format_to(
+        out, "\n{} opened by {}:",
+        g.kind == FdKind::kFd ? plural(g.count, "fd", "fds") : plural(g.count, "stream", "streams"),
+        g.function.empty() ? "??" : g.function);
     for (size_t i = 0; i < g.open.size(); ++i) {
       text += i == 0 ? " " : ", ";
       text += entry_text(g, g.open[i]);

@@ -427,7 +427,7 @@ def fds_report_check(ck, label, path, recs, prog, exe, rp):
         return
     groups = doc.get("groups") or []
     cut = [(g["function"], g["count"], len(g["open"])) for g in groups if len(g["open"]) != g["count"]]
-    ck.check(not cut, f"{label}: fds --json groups whose listing is cut: {cut}")
+    ok = ck.check(not cut, f"{label}: fds --json groups whose listing is cut: {cut}")
 
     got_fds = collections.Counter()
     got_fn = {}
@@ -439,29 +439,31 @@ def fds_report_check(ck, label, path, recs, prog, exe, rp):
                 got_fn[e["fd"]] = g["function"]
             else:
                 got_streams[(g["function"], e["fd"])] += 1
-    ck.check(all(n == 1 for n in got_fds.values()),
-             f"{label}: fds listed more than once: {[fd for fd, n in got_fds.items() if n > 1]}")
-    ck.check_eq(got_fn, {fd: fn for fd, (fn, _) in prog.leak_fds.items()},
-                f"{label}: fds --json: the fds left open and the function that opened each, "
-                f"against the program's list")
-    ck.check_eq(len(rp.exec_closed), prog.expect[("file_close", "exec")],
-                f"{label}: streams closed by the exec in the trace against the program's count")
+    ok &= ck.check(all(n == 1 for n in got_fds.values()),
+                   f"{label}: fds listed more than once: {[fd for fd, n in got_fds.items() if n > 1]}")
+    ok &= ck.check_eq(got_fn, {fd: fn for fd, (fn, _) in prog.leak_fds.items()},
+                      f"{label}: fds --json: the fds left open and the function that opened "
+                      f"each, against the program's list")
+    ok &= ck.check_eq(len(rp.exec_closed), prog.expect[("file_close", "exec")],
+                      f"{label}: streams closed by the exec in the trace against the program's "
+                      f"count")
     want_streams = collections.Counter()
     for (fn, fd, _), n in prog.leak_streams.items():
         want_streams[(fn, fd)] += n
     for r, _ in rp.exec_closed:
         fd = r.f.get("fd")
         want_streams[(r.f.get("function"), fd if fd >= 0 else None)] += 1
-    ck.check_eq(sorted(got_streams.items(), key=repr), sorted(want_streams.items(), key=repr),
-                f"{label}: fds --json: streams left open (function, fd): the program's, and "
-                f"those the exec took with the old image")
-    ck.check_eq((doc.get("open_fds"), doc.get("open_streams"), doc.get("processes"),
-                 doc.get("groups_total")),
-                (len(prog.leak_fds), sum(want_streams.values()), 1, len(groups)),
-                f"{label}: fds --json (open_fds, open_streams, processes, groups_total)")
+    ok &= ck.check_eq(sorted(got_streams.items(), key=repr),
+                      sorted(want_streams.items(), key=repr),
+                      f"{label}: fds --json: streams left open (function, fd): the program's, "
+                      f"and those the exec took with the old image")
+    ok &= ck.check_eq((doc.get("open_fds"), doc.get("open_streams"), doc.get("processes"),
+                       doc.get("groups_total")),
+                      (len(prog.leak_fds), sum(want_streams.values()), 1, len(groups)),
+                      f"{label}: fds --json (open_fds, open_streams, processes, groups_total)")
     counts = [g["count"] for g in groups]
-    ck.check(counts == sorted(counts, reverse=True),
-             f"{label}: fds --json groups are not sorted by count: {counts}")
+    ok &= ck.check(counts == sorted(counts, reverse=True),
+                   f"{label}: fds --json groups are not sorted by count: {counts}")
 
     # Which program function each group comes from: the program says so for what it
     # lists; for the streams the exec took, nm on their records' first frame.
@@ -514,8 +516,8 @@ def fds_report_check(ck, label, path, recs, prog, exe, rp):
             wrong.append(f"{text}: first frame {got}, addr2line says {(fn, file, line)}")
             continue
         checked += 1
-    ck.check(not wrong, f"{label}: fds --json frames:\n  " + "\n  ".join(wrong[:10]))
-    if not wrong:
+    ok &= ck.check(not wrong, f"{label}: fds --json frames:\n  " + "\n  ".join(wrong[:10]))
+    if ok:
         print(f"{label}: fds --json: {len(got_fn)} fds and {sum(got_streams.values())} streams "
               f"as the program says; {checked} groups start in the calling function per addr2line")
 

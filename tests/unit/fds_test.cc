@@ -136,10 +136,8 @@ TEST(FdReplay, OneProcess) {
   EXPECT_EQ(summary(r),
             (Lines{"fd 2 open [0x401200,0x401900] 3:/tmp/a.txt 12:/tmp/b.txt",
                    "stream 2 fopen [0x401700,0x401900] 0x6000/7:/tmp/out.log 0x8000/-:/etc/group",
-                   "fd 2 pipe [0x401800] 8:- 9:-",
-                   "fd 1 dup2 [0x401350] 5:-",
-                   "fd 1 eventfd [0x401450] 6:-",
-                   "stream 1 fdopen [0x401810] 0x7000/9:-",
+                   "fd 2 pipe [0x401800] 8:- 9:-", "fd 1 dup2 [0x401350] 5:-",
+                   "fd 1 eventfd [0x401450] 6:-", "stream 1 fdopen [0x401810] 0x7000/9:-",
                    "fd 1 accept [0x401b10] 13:-"}));
   EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
 }
@@ -153,10 +151,10 @@ TEST(FdReplay, ExecClosesCloexecFdsAndStreamsLeakWithTheOldImage) {
   FdReport r = fds({data("fds-exec.trace")}, diag);
   EXPECT_EQ(r.open_fds, 2u);
   EXPECT_EQ(r.open_streams, 3u);
-  EXPECT_EQ(summary(r), (Lines{"stream 2 fopen [0x401300] 0x5000/6:/etc/hosts 0x5100/7:/etc/passwd",
-                               "fd 1 open [0x401200,0x401900] 3:/dev/null",
-                               "fd 1 open [0x402000] 4:/tmp/new",
-                               "stream 1 fopen [0x402100] 0x5000/5:/tmp/new2"}));
+  EXPECT_EQ(summary(r),
+            (Lines{"stream 2 fopen [0x401300] 0x5000/6:/etc/hosts 0x5100/7:/etc/passwd",
+                   "fd 1 open [0x401200,0x401900] 3:/dev/null", "fd 1 open [0x402000] 4:/tmp/new",
+                   "stream 1 fopen [0x402100] 0x5000/5:/tmp/new2"}));
   // The header lists fileops after memtrace: no warning.
   EXPECT_TRUE(diag.warnings.empty()) << testing::PrintToString(diag.warnings);
 }
@@ -179,7 +177,8 @@ TEST(FdReplay, TruncatedTrace) {
   // missing end record.
   CollectingDiagnostics diag;
   FdReport r = fds({data("fds-truncated.trace")}, diag);
-  EXPECT_EQ(summary(r), (Lines{"fd 1 open [0x401000] 4:/b", "stream 1 fopen [0x401100] 0x9000/5:/c"}));
+  EXPECT_EQ(summary(r),
+            (Lines{"fd 1 open [0x401000] 4:/b", "stream 1 fopen [0x401100] 0x9000/5:/c"}));
   ASSERT_EQ(diag.warnings.size(), 2u) << testing::PrintToString(diag.warnings);
   EXPECT_TRUE(contains(diag.warnings[0], "fds-truncated.trace:8: the last line is incomplete"))
       << diag.warnings[0];
@@ -192,8 +191,9 @@ TEST(FdReplay, TidKeepsWhatThatThreadOpened) {
   FdReport r = fds({data("fds-basic.trace")}, options);
   EXPECT_EQ(r.open_fds, 3u);
   EXPECT_EQ(r.open_streams, 1u);
-  EXPECT_EQ(summary(r), (Lines{"fd 2 pipe [0x401800] 8:- 9:-", "stream 1 fdopen [0x401810] 0x7000/9:-",
-                               "fd 1 accept [0x401b10] 13:-"}));
+  EXPECT_EQ(summary(r),
+            (Lines{"fd 2 pipe [0x401800] 8:- 9:-", "stream 1 fdopen [0x401810] 0x7000/9:-",
+                   "fd 1 accept [0x401b10] 13:-"}));
   // Thread 400's fd 13 was replaced by thread 401's accept: not left open by 400.
   options.tid = 400;
   r = fds({data("fds-basic.trace")}, options);
@@ -240,8 +240,8 @@ TEST(FdReplay, FunctionAndSuppressions) {
   EXPECT_EQ(r.suppressed_streams, 2u);
   EXPECT_EQ(r.suppressed_fds, 0u);
   EXPECT_EQ(r.suppressed_groups, 1u);
-  EXPECT_TRUE(contains(format_fds_text(r),
-                       "\nsuppressed: 0 file descriptors and 2 streams (1 group)\n"));
+  EXPECT_TRUE(
+      contains(format_fds_text(r), "\nsuppressed: 0 file descriptors and 2 streams (1 group)\n"));
 }
 
 TEST(FdReplay, ListingIsCapped) {
@@ -259,21 +259,57 @@ TEST(FdReplay, ListingIsCapped) {
   EXPECT_TRUE(contains(diag.warnings[0], "fds-many.trace: 2 events were lost")) << diag.warnings[0];
 }
 
+TEST(FdReplay, ListingIsCappedOverTheSitesOfAGroup) {
+  // The same code in two processes that mapped its module at different addresses: two
+  // sites, one group. Each process leaves 6 fds open from it; the group lists 10.
+  TempDir tmp;
+  auto trace = [&](int pid, uint64_t base) {
+    std::string t =
+        "functracer-trace 1\n"
+        "1 " +
+        std::to_string(pid) + " 100 header format=1 arch=\"x86_64\" pid=" + std::to_string(pid) +
+        " exe=\"/bin/m\" cmdline=\"m\" start_realtime_ns=0 "
+        "plugins=\"fileops\" backtrace_depth=4\n"
+        "2 " +
+        std::to_string(pid) + " 100 module base=" + hex(base) + " end=" + hex(base + 0x10000) +
+        " offset=0x0 path=\"/nonexistent/libfds.so\" build_id=\"\"\n";
+    for (int fd = 3; fd < 9; ++fd) {
+      t += std::to_string(fd) + " " + std::to_string(pid) + " " + std::to_string(100 + fd) +
+           " fd_open function=\"socket\" fd=" + std::to_string(fd) + " frames=[" +
+           hex(base + 0x1234) + "]\n";
+    }
+    t += "9 " + std::to_string(pid) + " 200 exit status=0\n";
+    return tmp.write(std::to_string(pid) + ".trace", t);
+  };
+  std::string a = trace(460, 0x7f0000000000);
+  std::string b = trace(461, 0x7f1000000000);
+  FdReport r = fds({a, b});
+  EXPECT_EQ(r.open_fds, 12u);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].count, 12u);
+  ASSERT_EQ(r.groups[0].open.size(), FdReport::kMaxListed);
+  std::vector<int64_t> listed;
+  for (const OpenEntry& e : r.groups[0].open) listed.push_back(e.fd);
+  EXPECT_EQ(listed, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 3, 4, 5, 6}));
+  EXPECT_TRUE(
+      contains(format_fds_text(r), "opened by socket: 3, 4, 5, 6, 7, 8, 3, 4, 5, 6 and 2 more\n"))
+      << format_fds_text(r);
+}
+
 TEST(FdReplay, AGroupOfBothKindsIsShownAsTwoEntries) {
   TempDir tmp;
-  std::string path = tmp.write(
-      "mixed.trace",
-      "functracer-trace 1\n"
-      "1 450 100 header format=1 arch=\"x86_64\" pid=450 exe=\"/bin/m\" cmdline=\"m\" "
-      "start_realtime_ns=0 plugins=\"fileops\" backtrace_depth=4\n"
-      "2 450 200 fd_open function=\"mine\" fd=3 frames=[0x401000]\n"
-      "3 450 300 file_open function=\"mine\" stream=0x7000 fd=-1 frames=[0x401000]\n"
-      "4 450 400 exit status=0\n");
+  std::string path =
+      tmp.write("mixed.trace",
+                "functracer-trace 1\n"
+                "1 450 100 header format=1 arch=\"x86_64\" pid=450 exe=\"/bin/m\" cmdline=\"m\" "
+                "start_realtime_ns=0 plugins=\"fileops\" backtrace_depth=4\n"
+                "2 450 200 fd_open function=\"mine\" fd=3 frames=[0x401000]\n"
+                "3 450 300 file_open function=\"mine\" stream=0x7000 fd=-1 frames=[0x401000]\n"
+                "4 450 400 exit status=0\n");
   FdReport r = fds({path});
   EXPECT_EQ(r.groups_total, 1u);
   EXPECT_EQ(r.groups_shown, 1u);
-  EXPECT_EQ(summary(r),
-            (Lines{"fd 1 mine [0x401000] 3:-", "stream 1 mine [0x401000] 0x7000/-:-"}));
+  EXPECT_EQ(summary(r), (Lines{"fd 1 mine [0x401000] 3:-", "stream 1 mine [0x401000] 0x7000/-:-"}));
   EXPECT_EQ(split_lines(format_fds_text(r))[0],
             "1 file descriptor and 1 stream left open (1 group, 1 process)");
 }
@@ -282,7 +318,8 @@ TEST(FdReplay, WarnsAboutATraceWithoutFileops) {
   // leaks-basic.trace: memtrace only. fds-none.trace: fileops in the header, nothing
   // recorded. fds-exec.trace: fileops second in the list.
   CollectingDiagnostics diag;
-  FdReport r = fds({data("leaks-basic.trace"), data("fds-none.trace"), data("fds-exec.trace")}, diag);
+  FdReport r =
+      fds({data("leaks-basic.trace"), data("fds-none.trace"), data("fds-exec.trace")}, diag);
   EXPECT_EQ(r.processes, 3u);
   ASSERT_EQ(diag.warnings.size(), 1u) << testing::PrintToString(diag.warnings);
   EXPECT_TRUE(contains(diag.warnings[0],
@@ -350,8 +387,8 @@ TEST(FdOutput, JsonShape) {
   std::string text = format_fds_json(fds({data("fds-basic.trace")}));
   std::optional<Json> j = JsonParser(text).parse();
   ASSERT_TRUE(j.has_value()) << text;
-  EXPECT_EQ(j->keys(),
-            (std::vector<std::string>{"open_fds", "open_streams", "processes", "groups_total", "groups"}));
+  EXPECT_EQ(j->keys(), (std::vector<std::string>{"open_fds", "open_streams", "processes",
+                                                 "groups_total", "groups"}));
   EXPECT_EQ(j->get("open_fds")->number, 7);
   EXPECT_EQ(j->get("open_streams")->number, 3);
   EXPECT_EQ(j->get("processes")->number, 1);
@@ -359,8 +396,8 @@ TEST(FdOutput, JsonShape) {
   const Json& groups = *j->get("groups");
   ASSERT_EQ(groups.items.size(), 7u);
   for (const Json& g : groups.items) {
-    EXPECT_EQ(g.keys(), (std::vector<std::string>{"kind", "count", "function", "mangled", "open",
-                                                  "frames"}));
+    ASSERT_EQ(g.keys(),
+              (std::vector<std::string>{"kind", "count", "function", "mangled", "open", "frames"}));
   }
   const Json& open = groups.items[0];
   EXPECT_EQ(open.get("kind")->string, "fd");
@@ -369,7 +406,7 @@ TEST(FdOutput, JsonShape) {
   EXPECT_EQ(open.get("mangled")->string, "open");
   const Json& entries = *open.get("open");
   ASSERT_EQ(entries.items.size(), 2u);
-  EXPECT_EQ(entries.items[0].keys(), (std::vector<std::string>{"fd", "path"}));
+  ASSERT_EQ(entries.items[0].keys(), (std::vector<std::string>{"fd", "path"}));
   EXPECT_EQ(entries.items[0].get("fd")->number, 3);
   EXPECT_EQ(entries.items[0].get("path")->string, "/tmp/a.txt");
   EXPECT_EQ(entries.items[1].get("fd")->number, 12);
@@ -384,7 +421,8 @@ TEST(FdOutput, JsonShape) {
   EXPECT_EQ(streams.get("function")->string, "fopen");
   const Json& s = *streams.get("open");
   ASSERT_EQ(s.items.size(), 2u);
-  EXPECT_EQ(s.items[0].keys(), (std::vector<std::string>{"fd", "path", "stream"}));
+  for (const Json& e : s.items)
+    ASSERT_EQ(e.keys(), (std::vector<std::string>{"fd", "path", "stream"}));
   EXPECT_EQ(s.items[0].get("fd")->number, 7);
   EXPECT_EQ(s.items[0].get("stream")->string, "0x6000");
   EXPECT_EQ(s.items[1].get("fd")->type, Json::Type::kNull);  // closed underneath
@@ -392,10 +430,16 @@ TEST(FdOutput, JsonShape) {
   EXPECT_EQ(s.items[1].get("stream")->string, "0x8000");
 
   const Json& pipe = groups.items[2];
+  ASSERT_EQ(pipe.get("open")->items.size(), 2u);
+  for (const Json& e : pipe.get("open")->items)
+    ASSERT_EQ(e.keys(), (std::vector<std::string>{"fd", "path"}));
   EXPECT_EQ(pipe.get("open")->items[0].get("path")->type, Json::Type::kNull);
   const Json& fdopen = groups.items[5];
   EXPECT_EQ(fdopen.get("kind")->string, "stream");
   EXPECT_EQ(fdopen.get("count")->number, 1);
+  ASSERT_EQ(fdopen.get("open")->items.size(), 1u);
+  ASSERT_EQ(fdopen.get("open")->items[0].keys(),
+            (std::vector<std::string>{"fd", "path", "stream"}));
   EXPECT_EQ(fdopen.get("open")->items[0].get("fd")->number, 9);
   EXPECT_EQ(fdopen.get("open")->items[0].get("path")->type, Json::Type::kNull);
 }
@@ -481,11 +525,11 @@ TEST_F(Binary, FdsOptions) {
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(contains(r.err, "warning: " + data("leaks-basic.trace") + ": traced without fileops"))
       << r.err;
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"fds", "--sort=count", data("fds-basic.trace")},
-           {"fds", "--size=1-10", data("fds-basic.trace")},
-           {"fds", "--time", data("fds-basic.trace")},
-           {"fds", "--top=0", data("fds-basic.trace")}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"fds", "--sort=count", data("fds-basic.trace")},
+                                             {"fds", "--size=1-10", data("fds-basic.trace")},
+                                             {"fds", "--time", data("fds-basic.trace")},
+                                             {"fds", "--top=0", data("fds-basic.trace")}}) {
     r = run(args);
     EXPECT_EQ(r.status, 2) << args[1];
     EXPECT_EQ(r.out, "") << args[1];
