@@ -25,14 +25,17 @@
 
 #include "fixtures/leak_fixture_path.h"
 #include "json_reader.h"
+#include "test_support.h"
 #include "postproc/report_leaks.h"
 #include "postproc/symbolizer.h"
 #include "postproc/trace_reader.h"
 
-extern char** environ;
-
 namespace ft::post {
 namespace {
+
+using test::read_file;
+using test::TempDir;
+using test::RunResult;
 
 namespace fs = std::filesystem;
 
@@ -48,13 +51,6 @@ std::string source_root() {
 std::string data(const std::string& name) { return source_root() + "/tests/unit/data/" + name; }
 
 std::string fixture_source() { return source_root() + "/tests/unit/fixtures/leak_fixture.cc"; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -109,29 +105,6 @@ std::string hex(uint64_t v) {
 }
 
 // A scratch directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "ft-leaks-test-XXXXXX").string();
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) != nullptr) path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  std::string write(const std::string& name, const std::string& content) {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // 1-based number of the first line of `file` containing `marker`, 0 if none.
 int64_t source_line(const std::string& file, const std::string& marker) {
   std::vector<std::string> lines = split_lines(read_file(file));
@@ -842,55 +815,7 @@ TEST(Symbols, TextAndJsonOfResolvedFrames) {
 // ---------------------------------------------------------------------------
 // Through the functracer-postproc binary
 
-struct RunResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-class Binary : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* build = std::getenv("FT_BUILD_ROOT");
-    if (build == nullptr) GTEST_SKIP() << "FT_BUILD_ROOT not set (run through meson test)";
-    exe_ = std::string(build) + "/postproc/functracer-postproc";
-    ASSERT_EQ(access(exe_.c_str(), X_OK), 0) << exe_ << " not built";
-  }
-
-  RunResult run(const std::vector<std::string>& args) {
-    std::string out_path = tmp_.path() + "/stdout-" + std::to_string(runs_);
-    std::string err_path = tmp_.path() + "/stderr-" + std::to_string(runs_++);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    std::vector<std::string> all = {exe_};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    RunResult result;
-    int rc = posix_spawn(&pid, exe_.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << "cannot start " << exe_;
-    if (rc != 0) return result;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
-    result.out = read_file(out_path);
-    result.err = read_file(err_path);
-    return result;
-  }
-
-  std::string exe_;
-  TempDir tmp_;
-  int runs_ = 0;
-};
+class Binary : public test::PostprocBinary {};
 
 TEST_F(Binary, LeaksTextAndJson) {
   RunResult r = run({"leaks", data("leaks-basic.trace"), data("leaks-second.trace")});

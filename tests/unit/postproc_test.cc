@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/trace_record.h"
+#include "test_support.h"
 #include "postproc/call_model.h"
 #include "postproc/cli.h"
 #include "postproc/demangle.h"
@@ -33,10 +34,12 @@
 #include "postproc/value_types.h"
 #include "postproc/trace_reader.h"
 
-extern char** environ;
-
 namespace ft::post {
 namespace {
+
+using test::read_file;
+using test::TempDir;
+using test::RunResult;
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -49,13 +52,6 @@ std::string source_root() {
 }
 
 std::string data(const std::string& name) { return source_root() + "/tests/unit/data/" + name; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -74,35 +70,6 @@ bool contains(const std::string& s, const std::string& part) {
 }
 
 // A scratch directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/ft-postproc-test-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data())) path_ = buf.data();
-  }
-  ~TempDir() {
-    for (const std::string& f : files_) unlink(f.c_str());
-    if (!path_.empty()) rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) {
-    files_.push_back(path_ + "/" + name);
-    return files_.back();
-  }
-  std::string write(const std::string& name, const std::string& content) {
-    std::string p = file(name);
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-
- private:
-  std::string path_;
-  std::vector<std::string> files_;
-};
-
 // A minimal strict JSON parser (RFC 8259) for checking the writer's output. It
 // returns false on anything that is not one complete JSON value.
 class JsonChecker {
@@ -1063,55 +1030,7 @@ TEST(CommandLine, UsageErrors) {
 // ---------------------------------------------------------------------------
 // The functracer-postproc binary
 
-struct RunResult {
-  int status = -1;  // exit status, or -1 if it did not exit normally
-  std::string out;
-  std::string err;
-};
-
-class Binary : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* build = std::getenv("FT_BUILD_ROOT");
-    if (!build) GTEST_SKIP() << "FT_BUILD_ROOT not set (run through meson test)";
-    exe_ = std::string(build) + "/postproc/functracer-postproc";
-    if (access(exe_.c_str(), X_OK) != 0) GTEST_SKIP() << exe_ << " not built";
-  }
-
-  RunResult run(const std::vector<std::string>& args) {
-    std::string out_path = tmp_.file("stdout-" + std::to_string(runs_));
-    std::string err_path = tmp_.file("stderr-" + std::to_string(runs_++));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    std::vector<std::string> all = {exe_};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    RunResult result;
-    int rc = posix_spawn(&pid, exe_.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << "cannot start " << exe_;
-    if (rc != 0) return result;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
-    result.out = read_file(out_path);
-    result.err = read_file(err_path);
-    return result;
-  }
-
-  std::string exe_;
-  TempDir tmp_;
-  int runs_ = 0;
-};
+class Binary : public test::PostprocBinary {};
 
 TEST_F(Binary, CallsJsonGolden) {
   RunResult r = run({"calls", "--json", data("recursion.trace")});

@@ -22,11 +22,14 @@
 #include <vector>
 
 #include "fixtures/sym_fixture_path.h"
+#include "test_support.h"
 #include "postproc/symbolizer.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {
 namespace {
+
+using test::TempDir;
 
 namespace fs = std::filesystem;
 
@@ -82,24 +85,6 @@ std::string hex(uint64_t v) {
 }
 
 // A scratch directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "ft-sym-test-XXXXXX").string();
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) != nullptr) path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // ---------------------------------------------------------------------------
 // The oracle
 
