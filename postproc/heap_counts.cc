@@ -1,5 +1,7 @@
 #include "postproc/heap_counts.h"
 
+#include "postproc/heap_session.h"
+
 namespace ft::post {
 
 void SiteCounter::begin_process(const TraceReader& /*reader*/) { last_alloc_.clear(); }
@@ -38,6 +40,26 @@ std::vector<std::pair<SiteId, HeapCounts>> SiteCounter::per_site() const {
   for (size_t i = 0; i < counts_.size(); ++i) {
     if (!counts_[i].empty()) out.emplace_back(static_cast<SiteId>(i), counts_[i]);
   }
+  return out;
+}
+
+Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
+                                 const HeapReplayOptions& replay, const ResolveOptions& resolve,
+                                 const GroupFilter& filter, CountRank rank,
+                                 std::optional<size_t> top, Diagnostics& diag) {
+  HeapSession session(diag, resolve);
+  SiteCounter counter(replay.stop.has_value());
+  auto processes = session.replay(traces, counter, replay);
+  if (!processes) return processes.error();
+  std::vector<std::pair<SiteId, HeapCounts>> ranked;
+  for (const auto& [site, c] : counter.per_site()) {
+    if (rank(c) != std::pair<uint64_t, uint64_t>(0, 0)) ranked.emplace_back(site, c);
+  }
+  auto greater = [rank](const HeapCounts& a, const HeapCounts& b) { return rank(a) > rank(b); };
+  RankedGroups out;
+  out.selection = select_groups(session.grouper(), ranked, filter, greater, top);
+  out.all = counter.total();
+  out.processes = *processes;
   return out;
 }
 

@@ -11,11 +11,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "postproc/group_filter.h"
 #include "postproc/heap_replay.h"
+#include "postproc/site_groups.h"
 
 namespace ft::post {
 
@@ -66,5 +70,21 @@ class SiteCounter : public HeapObserver {
   // other allocation followed.
   std::unordered_map<int64_t, uint64_t> last_alloc_;
 };
+
+// The reports that rank backtraces by one pair of counts (leaks, allocators,
+// temporary): replays the traces with a SiteCounter, keeps the sites whose `rank` is
+// not (0, 0), and selects their groups, largest `rank` first (select_groups).
+using CountRank = std::pair<uint64_t, uint64_t> (*)(const HeapCounts&);
+
+struct RankedGroups {
+  GroupSelection<HeapCounts> selection;
+  HeapCounts all;  // every site, before the filter
+  uint64_t processes = 0;
+};
+
+Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
+                                 const HeapReplayOptions& replay, const ResolveOptions& resolve,
+                                 const GroupFilter& filter, CountRank rank,
+                                 std::optional<size_t> top, Diagnostics& diag);
 
 }  // namespace ft::post

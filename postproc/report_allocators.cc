@@ -3,33 +3,22 @@
 #include <fmt/format.h>
 
 #include "postproc/heap_counts.h"
-#include "postproc/heap_session.h"
 
 namespace ft::post {
 
 Status report_allocators(const ReportOptions& options, Output& out, Diagnostics& diag) {
   auto filter = group_filter(options);
   if (!filter) return filter.error();
-  HeapSession session(diag, options.resolve);
-  SiteCounter counter;
-  auto processes = session.replay(options.traces, counter, heap_replay_options(options));
-  if (!processes) return processes.error();
-
-  std::vector<std::pair<SiteId, HeapCounts>> allocating;
-  for (const auto& [site, c] : counter.per_site()) {
-    if (c.allocations > 0) allocating.emplace_back(site, c);
+  CountRank rank = [](const HeapCounts& c) { return std::pair(c.allocations, c.allocated_bytes); };
+  if (options.sort == "bytes") {
+    rank = [](const HeapCounts& c) { return std::pair(c.allocated_bytes, c.allocations); };
   }
-  bool by_bytes = options.sort == "bytes";
-  auto greater = [by_bytes](const HeapCounts& a, const HeapCounts& b) {
-    auto key = [by_bytes](const HeapCounts& c) {
-      return by_bytes ? std::pair(c.allocated_bytes, c.allocations)
-                      : std::pair(c.allocations, c.allocated_bytes);
-    };
-    return key(a) > key(b);
-  };
   std::optional<size_t> top;
   if (options.top) top = static_cast<size_t>(*options.top);
-  auto sel = select_groups(session.grouper(), allocating, *filter, greater, top);
+  auto ranked = rank_groups(options.traces, heap_replay_options(options), options.resolve, *filter,
+                            rank, top, diag);
+  if (!ranked) return ranked.error();
+  const GroupSelection<HeapCounts>& sel = ranked->selection;
 
   std::string text;
   if (options.json) {
@@ -37,7 +26,7 @@ Status report_allocators(const ReportOptions& options, Output& out, Diagnostics&
     w.begin_object();
     w.key("allocations").unsigned_integer(sel.total.allocations);
     w.key("allocated_bytes").unsigned_integer(sel.total.allocated_bytes);
-    w.key("processes").unsigned_integer(*processes);
+    w.key("processes").unsigned_integer(ranked->processes);
     w.key("groups_total").unsigned_integer(sel.groups_total);
     w.key("groups").begin_array();
     for (const auto& g : sel.groups) {
@@ -58,7 +47,7 @@ Status report_allocators(const ReportOptions& options, Output& out, Diagnostics&
     fmt::format_to(it, "{} of {} ({}, {}", plural(sel.total.allocations, "allocation", "allocations"),
                    plural(sel.total.allocated_bytes, "byte", "bytes"),
                    plural(sel.groups_total, "group", "groups"),
-                   plural(*processes, "process", "processes"));
+                   plural(ranked->processes, "process", "processes"));
     if (sel.groups.size() < sel.groups_total) {
       fmt::format_to(it, "; the first {} shown", sel.groups.size());
     }

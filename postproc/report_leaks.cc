@@ -4,34 +4,22 @@
 
 #include "postproc/heap_counts.h"
 #include "postproc/json_writer.h"
-#include "postproc/heap_session.h"
 
 namespace ft::post {
 
 Result<LeakReport> compute_leaks(const std::vector<std::string>& traces, const LeakOptions& options,
                                  Diagnostics& diag) {
-  HeapSession session(diag, options.resolve);
-  SiteCounter counter(options.replay.stop.has_value());
-  auto processes = session.replay(traces, counter, options.replay);
-  if (!processes) return processes.error();
-
-  std::vector<std::pair<SiteId, HeapCounts>> leaked;
-  for (const auto& [site, c] : counter.per_site()) {
-    if (c.leaked_blocks > 0) leaked.emplace_back(site, c);
+  CountRank rank = [](const HeapCounts& c) { return std::pair(c.leaked_bytes, c.leaked_blocks); };
+  if (options.sort == LeakSort::kBlocks) {
+    rank = [](const HeapCounts& c) { return std::pair(c.leaked_blocks, c.leaked_bytes); };
   }
-  bool by_blocks = options.sort == LeakSort::kBlocks;
-  auto greater = [by_blocks](const HeapCounts& a, const HeapCounts& b) {
-    auto key = [by_blocks](const HeapCounts& c) {
-      return by_blocks ? std::pair(c.leaked_blocks, c.leaked_bytes)
-                       : std::pair(c.leaked_bytes, c.leaked_blocks);
-    };
-    return key(a) > key(b);
-  };
-  GroupSelection<HeapCounts> sel =
-      select_groups(session.grouper(), leaked, options.filter, greater, options.top);
+  auto ranked = rank_groups(traces, options.replay, options.resolve, options.filter, rank,
+                            options.top, diag);
+  if (!ranked) return ranked.error();
+  GroupSelection<HeapCounts>& sel = ranked->selection;
 
   LeakReport report;
-  report.processes = *processes;
+  report.processes = ranked->processes;
   report.at = options.replay.stop;
   report.leaked_bytes = sel.total.leaked_bytes;
   report.leaked_blocks = sel.total.leaked_blocks;

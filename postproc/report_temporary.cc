@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "postproc/heap_counts.h"
-#include "postproc/heap_session.h"
 
 namespace ft::post {
 
@@ -20,27 +19,17 @@ std::string percent(uint64_t part, uint64_t whole) {
 Status report_temporary(const ReportOptions& options, Output& out, Diagnostics& diag) {
   auto filter = group_filter(options);
   if (!filter) return filter.error();
-  HeapSession session(diag, options.resolve);
-  SiteCounter counter;
-  auto processes = session.replay(options.traces, counter, heap_replay_options(options));
-  if (!processes) return processes.error();
-
-  std::vector<std::pair<SiteId, HeapCounts>> temporary;
-  for (const auto& [site, c] : counter.per_site()) {
-    if (c.temporary > 0) temporary.emplace_back(site, c);
+  CountRank rank = [](const HeapCounts& c) { return std::pair(c.temporary, c.temporary_bytes); };
+  if (options.sort == "bytes") {
+    rank = [](const HeapCounts& c) { return std::pair(c.temporary_bytes, c.temporary); };
   }
-  bool by_bytes = options.sort == "bytes";
-  auto greater = [by_bytes](const HeapCounts& a, const HeapCounts& b) {
-    auto key = [by_bytes](const HeapCounts& c) {
-      return by_bytes ? std::pair(c.temporary_bytes, c.temporary)
-                      : std::pair(c.temporary, c.temporary_bytes);
-    };
-    return key(a) > key(b);
-  };
   std::optional<size_t> top;
   if (options.top) top = static_cast<size_t>(*options.top);
-  auto sel = select_groups(session.grouper(), temporary, *filter, greater, top);
-  uint64_t all = counter.total().allocations;
+  auto ranked = rank_groups(options.traces, heap_replay_options(options), options.resolve, *filter,
+                            rank, top, diag);
+  if (!ranked) return ranked.error();
+  const GroupSelection<HeapCounts>& sel = ranked->selection;
+  uint64_t all = ranked->all.allocations;
 
   std::string text;
   if (options.json) {
@@ -49,7 +38,7 @@ Status report_temporary(const ReportOptions& options, Output& out, Diagnostics& 
     w.key("temporary").unsigned_integer(sel.total.temporary);
     w.key("temporary_bytes").unsigned_integer(sel.total.temporary_bytes);
     w.key("allocations").unsigned_integer(all);
-    w.key("processes").unsigned_integer(*processes);
+    w.key("processes").unsigned_integer(ranked->processes);
     w.key("groups_total").unsigned_integer(sel.groups_total);
     w.key("groups").begin_array();
     for (const auto& g : sel.groups) {
@@ -72,7 +61,7 @@ Status report_temporary(const ReportOptions& options, Output& out, Diagnostics& 
                    percent(sel.total.temporary, all),
                    plural(sel.total.temporary_bytes, "byte", "bytes"),
                    plural(sel.groups_total, "group", "groups"),
-                   plural(*processes, "process", "processes"));
+                   plural(ranked->processes, "process", "processes"));
     if (sel.groups.size() < sel.groups_total) {
       fmt::format_to(it, "; the first {} shown", sel.groups.size());
     }
