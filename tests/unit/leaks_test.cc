@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fixtures/leak_fixture_path.h"
+#include "binutils_oracle.h"
 #include "json_reader.h"
 #include "test_support.h"
 #include "postproc/report_leaks.h"
@@ -36,6 +37,7 @@ namespace {
 using test::read_file;
 using test::TempDir;
 using test::RunResult;
+using namespace ft::test;  // binutils_oracle.h
 
 namespace fs = std::filesystem;
 
@@ -52,59 +54,6 @@ std::string data(const std::string& name) { return source_root() + "/tests/unit/
 
 std::string fixture_source() { return source_root() + "/tests/unit/fixtures/leak_fixture.cc"; }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Standard output of a shell command (stderr discarded).
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(("LC_ALL=C " + cmd + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
-
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> w;
-  std::istringstream in(line);
-  for (std::string t; in >> t;) w.push_back(t);
-  return w;
-}
-
-bool is_hex(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::optional<uint64_t> parse_hex(std::string s) {
-  if (s.rfind("0x", 0) == 0) s = s.substr(2);
-  if (!is_hex(s) || s.size() > 16) return std::nullopt;
-  return std::stoull(s, nullptr, 16);
-}
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// A scratch directory removed at the end of the test.
 // 1-based number of the first line of `file` containing `marker`, 0 if none.
 int64_t source_line(const std::string& file, const std::string& marker) {
   std::vector<std::string> lines = split_lines(read_file(file));
@@ -121,35 +70,6 @@ constexpr uint64_t kExeBias = 0x555555554000;   // where leaks-*.trace.in map it
 constexpr uint64_t kExe2Bias = 0x7f1234560000;  // the second mapping ("exe2")
 constexpr uint64_t kPage = 0x1000;
 
-struct FixtureSymbol {
-  uint64_t value = 0;
-  uint64_t size = 0;
-};
-
-// Defined symbols from `nm -S`: "VALUE SIZE TYPE NAME", SIZE missing for some.
-std::map<std::string, FixtureSymbol> nm_symbols(const std::string& path) {
-  std::map<std::string, FixtureSymbol> symbols;
-  for (const std::string& line :
-       split_lines(run_command("nm -S --defined-only " + shell_quote(path)))) {
-    std::vector<std::string> w = words(line);
-    if (w.size() < 3 || w.size() > 4 || !is_hex(w[0])) continue;
-    FixtureSymbol s;
-    s.value = *parse_hex(w[0]);
-    if (w.size() == 4) s.size = parse_hex(w[1]).value_or(0);
-    symbols[w.back()] = s;
-  }
-  return symbols;
-}
-
-// From `readelf -n`: "    Build ID: HEX".
-std::string readelf_build_id(const std::string& path) {
-  for (const std::string& line : split_lines(run_command("readelf -n " + shell_quote(path)))) {
-    std::vector<std::string> w = words(line);
-    if (w.size() == 3 && w[0] == "Build" && w[1] == "ID:" && is_hex(w[2])) return w[2];
-  }
-  return {};
-}
-
 class Fixture {
  public:
   static const Fixture& get() {
@@ -159,12 +79,12 @@ class Fixture {
 
   std::string path = FT_LEAK_FIXTURE;
   std::string build_id;
-  std::map<std::string, FixtureSymbol> symbols;  // defined symbols, mangled names
+  std::map<std::string, NmSymbol> symbols;  // defined symbols, mangled names
   uint64_t text_offset = 0;                      // executable PT_LOAD, page-aligned
   uint64_t text_vaddr = 0;
   std::string problem;  // why the fixture cannot be used, empty if it can
 
-  const FixtureSymbol* symbol(const std::string& name) const {
+  const NmSymbol* symbol(const std::string& name) const {
     auto it = symbols.find(name);
     return it == symbols.end() ? nullptr : &it->second;
   }
@@ -259,7 +179,7 @@ std::string expand(const std::string& templ) {
     std::string symbol = name.substr(colon + 1, mark - colon - 1);
     std::string suffix = name.substr(mark);
     uint64_t bias = where == "exe" ? kExeBias : kExe2Bias;
-    const FixtureSymbol* s = fx.symbol(symbol);
+    const NmSymbol* s = fx.symbol(symbol);
     if (s == nullptr) {
       ADD_FAILURE() << "no symbol " << symbol << " in " << fx.path;
       continue;
@@ -585,8 +505,8 @@ TEST(Symbols, FunctionsAndLinesOfFrames) {
 // address it is lk_second.
 TEST(Symbols, ReturnAddressesResolveAtAddressMinusOne) {
   REQUIRE_FIXTURE();
-  const FixtureSymbol* first = fx.symbol("lk_first");
-  const FixtureSymbol* second = fx.symbol("lk_second");
+  const NmSymbol* first = fx.symbol("lk_first");
+  const NmSymbol* second = fx.symbol("lk_second");
   ASSERT_TRUE(first && second);
   ASSERT_EQ(first->value + first->size, second->value) << "the fixture's functions are not packed";
   CollectingDiagnostics diag;
@@ -666,7 +586,7 @@ TEST(Symbols, EachCodeAddressIsLookedUpOnce) {
 // ("ftlib_versioned@@FTLIB_2", from .symver): frames show the function's name.
 TEST(Symbols, SharedLibraryAndVersionedSymbols) {
   std::string lib = FT_LEAK_FIXTURE_LIB;
-  std::map<std::string, FixtureSymbol> symbols = nm_symbols(lib);
+  std::map<std::string, NmSymbol> symbols = nm_symbols(lib);
   std::string build_id = readelf_build_id(lib);
   ASSERT_TRUE(symbols.count("ftlib_versioned@@FTLIB_2") && symbols.count("ftlib_exported") &&
               !build_id.empty())

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fixtures/sym_fixture_path.h"
+#include "binutils_oracle.h"
 #include "test_support.h"
 #include "postproc/symbolizer.h"
 #include "postproc/trace_reader.h"
@@ -30,103 +31,14 @@ namespace ft::post {
 namespace {
 
 using test::TempDir;
+using namespace ft::test;  // binutils_oracle.h
 
 namespace fs = std::filesystem;
 
 constexpr uint64_t kBase = 0x555555554000;  // where the tests map the program
 
 // ---------------------------------------------------------------------------
-// Helpers
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> w;
-  std::istringstream in(line);
-  for (std::string t; in >> t;) w.push_back(t);
-  return w;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-bool is_hex(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Standard output of a shell command (stderr discarded).
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(("LC_ALL=C " + cmd + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// A scratch directory removed at the end of the test.
-// ---------------------------------------------------------------------------
-// The oracle
-
-// One frame as addr2line prints it ("??" and line 0 or "?" are unknown).
-struct OracleFrame {
-  std::optional<std::string> function;
-  std::optional<std::string> file;  // lexically normal
-  std::optional<int64_t> line;
-};
-
-// `addr2line -f -i -C -a -e FILE ADDR...`: per address, a line with the address, then
-// pairs of lines (function, FILE:LINE), innermost first.
-std::map<uint64_t, std::vector<OracleFrame>> addr2line(const std::string& file,
-                                                       const std::vector<uint64_t>& addresses) {
-  std::string cmd = "addr2line -f -i -C -a -e " + shell_quote(file);
-  for (uint64_t a : addresses) cmd += " " + hex(a);
-  std::map<uint64_t, std::vector<OracleFrame>> out;
-  std::vector<std::string> lines = split_lines(run_command(cmd));
-  std::vector<OracleFrame>* current = nullptr;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& l = lines[i];
-    if (l.rfind("0x", 0) == 0 && is_hex(l.substr(2))) {
-      current = &out[std::stoull(l.substr(2), nullptr, 16)];
-      continue;
-    }
-    if (current == nullptr || i + 1 >= lines.size()) return {};
-    OracleFrame f;
-    if (l != "??") f.function = l;
-    std::string where = lines[++i];
-    if (size_t d = where.find(" (discriminator"); d != std::string::npos) where.resize(d);
-    size_t colon = where.rfind(':');
-    if (colon == std::string::npos) return {};
-    std::string name = where.substr(0, colon), line = where.substr(colon + 1);
-    if (name != "??") f.file = fs::path(name).lexically_normal().string();
-    if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos &&
-        line != "0") {
-      f.line = std::stoll(line);
-    }
-    current->push_back(f);
-  }
-  return out;
-}
+// The oracle (binutils_oracle.h)
 
 struct Fixture {
   static const Fixture& get() {
