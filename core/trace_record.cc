@@ -1,5 +1,6 @@
 #include "core/trace_record.h"
 
+#include <array>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -41,11 +42,16 @@ bool needs_hex_escape(unsigned char c) {
 
 bool is_name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
+// Value of a lowercase hex digit, -1 for any other byte.
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = '0'; c <= '9'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) t[static_cast<size_t>(c)] = static_cast<int8_t>(c - 'a' + 10);
+  return t;
+}();
+
+int hex_value(char c) { return kHexValue[static_cast<unsigned char>(c)]; }
 
 std::string describe_char(char c) {
   auto u = static_cast<unsigned char>(c);
@@ -57,14 +63,29 @@ std::string describe_char(char c) {
   return s;
 }
 
+// What a number is, for messages: "timestamp", or "field 'size'". Built into a string
+// only when there is an error to report.
+struct Subject {
+  Subject(const char* w) : what(w) {}  // NOLINT: implicit from a literal
+  Subject(const char* w, std::string_view k) : what(w), key(k) {}
+  std::string str() const {
+    std::string s(what);
+    if (!key.empty()) s.append(" '").append(key).append("'");
+    return s;
+  }
+  std::string_view what;
+  std::string_view key;
+};
+
 // Recursive-descent parser over one line. Every error says what was expected and
 // where (1-based column).
 class LineParser {
  public:
   explicit LineParser(std::string_view line) : s_(line) {}
 
-  Result<TraceRecord> parse() {
-    TraceRecord r;
+  // Parses into `r`, reusing its fields and `spare` (fields left over from longer
+  // lines) so that strings and lists keep their memory from line to line.
+  Status parse_into(TraceRecord& r, std::vector<TraceField>& spare) {
     if (!parse_unsigned(r.seq, "sequence number")) return err();
     if (!expect_space("after the sequence number")) return err();
     if (!parse_signed(r.tid, "thread id")) return err();
@@ -72,23 +93,47 @@ class LineParser {
     if (!parse_unsigned(r.ts_ns, "timestamp")) return err();
     if (!expect_space("after the timestamp")) return err();
     if (!parse_name(r.type, "record type")) return err();
+    size_t n = 0;
+    Status st;
     while (pos_ < s_.size()) {
-      if (!expect_space("between fields")) return err();
-      TraceField f;
-      if (!parse_name(f.key, "field name")) return err();
+      if (!expect_space("between fields")) {
+        st = err();
+        break;
+      }
+      if (n == r.fields.size()) {
+        if (spare.empty()) {
+          r.fields.emplace_back();
+        } else {
+          r.fields.push_back(std::move(spare.back()));
+          spare.pop_back();
+        }
+      }
+      TraceField& f = r.fields[n++];
+      if (!parse_name(f.key, "field name")) {
+        st = err();
+        break;
+      }
       if (pos_ >= s_.size() || s_[pos_] != '=') {
         fail("expected '=' after field name '" + f.key + "'");
-        return err();
+        st = err();
+        break;
       }
       ++pos_;
-      if (!parse_value(f.value, f.key)) return err();
+      if (!parse_value(f.value, f.key)) {
+        st = err();
+        break;
+      }
       if (pos_ < s_.size() && s_[pos_] != ' ') {
         fail("unexpected " + found() + " after the value of field '" + f.key + "'");
-        return err();
+        st = err();
+        break;
       }
-      r.fields.push_back(std::move(f));
     }
-    return r;
+    while (r.fields.size() > n) {
+      spare.push_back(std::move(r.fields.back()));
+      r.fields.pop_back();
+    }
+    return st;
   }
 
  private:
@@ -113,46 +158,46 @@ class LineParser {
   }
 
   // Digits of a canonical decimal number starting at pos_: no leading zeros.
-  bool scan_decimal_digits(size_t& end, const std::string& what) {
+  bool scan_decimal_digits(size_t& end, const Subject& what) {
     end = pos_;
     while (end < s_.size() && s_[end] >= '0' && s_[end] <= '9') ++end;
     if (end == pos_) {
-      fail("expected " + what + " (decimal digits), found " + found());
+      fail("expected " + what.str() + " (decimal digits), found " + found());
       return false;
     }
     if (s_[pos_] == '0' && end - pos_ > 1) {
-      fail(what + " has a leading zero");
+      fail(what.str() + " has a leading zero");
       return false;
     }
     return true;
   }
 
-  bool parse_unsigned(uint64_t& out, const std::string& what) {
+  bool parse_unsigned(uint64_t& out, const Subject& what) {
     size_t end = 0;
     if (!scan_decimal_digits(end, what)) return false;
     auto res = std::from_chars(s_.data() + pos_, s_.data() + end, out);
     if (res.ec != std::errc()) {
-      fail(what + " does not fit in 64 bits");
+      fail(what.str() + " does not fit in 64 bits");
       return false;
     }
     pos_ = end;
     return true;
   }
 
-  bool parse_signed(int64_t& out, const std::string& what) {
+  bool parse_signed(int64_t& out, const Subject& what) {
     size_t start = pos_;
     bool negative = pos_ < s_.size() && s_[pos_] == '-';
     if (negative) ++pos_;
     size_t end = 0;
     if (!scan_decimal_digits(end, what)) return false;
     if (negative && end - pos_ == 1 && s_[pos_] == '0') {
-      fail(what + " is written '-0'");
+      fail(what.str() + " is written '-0'");
       return false;
     }
     auto res = std::from_chars(s_.data() + start, s_.data() + end, out);
     if (res.ec != std::errc()) {
       pos_ = start;
-      fail(what + " does not fit in a signed 64-bit integer");
+      fail(what.str() + " does not fit in a signed 64-bit integer");
       return false;
     }
     pos_ = end;
@@ -301,17 +346,19 @@ class LineParser {
       return false;
     }
     char c = s_[pos_];
+    // Strings and lists are parsed into the value's own storage when it already holds
+    // one (parse_into reuses records), keeping its capacity.
     if (c == '"') {
-      std::string v;
-      if (!parse_string(v, key)) return false;
-      out = std::move(v);
-      return true;
+      auto* v = std::get_if<std::string>(&out);
+      if (v == nullptr) v = &out.emplace<std::string>();
+      v->clear();
+      return parse_string(*v, key);
     }
     if (c == '[') {
-      HexList v;
-      if (!parse_list(v, key)) return false;
-      out = std::move(v);
-      return true;
+      auto* v = std::get_if<HexList>(&out);
+      if (v == nullptr) v = &out.emplace<HexList>();
+      v->clear();
+      return parse_list(*v, key);
     }
     if (at_hex_prefix()) {
       uint64_t v = 0;
@@ -321,7 +368,7 @@ class LineParser {
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
       int64_t v = 0;
-      if (!parse_signed(v, "field '" + key + "'")) return false;
+      if (!parse_signed(v, Subject("field", key))) return false;
       out = v;
       return true;
     }
@@ -432,6 +479,15 @@ std::string format_record(const TraceRecord& r) {
   return out;
 }
 
-Result<TraceRecord> parse_record(std::string_view line) { return LineParser(line).parse(); }
+Result<TraceRecord> parse_record(std::string_view line) {
+  TraceRecord r;
+  std::vector<TraceField> spare;
+  if (Status st = LineParser(line).parse_into(r, spare); !st) return st.error();
+  return r;
+}
+
+Status RecordParser::parse(std::string_view line, TraceRecord& r) {
+  return LineParser(line).parse_into(r, spare_);
+}
 
 }  // namespace ft

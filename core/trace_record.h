@@ -64,6 +64,18 @@ void append_quoted(std::string& out, std::string_view s);
 // Parses one line (no trailing newline). Errors name what is wrong with the line.
 Result<TraceRecord> parse_record(std::string_view line);
 
+// The same, for readers of many lines: parses into a record the caller keeps, reusing
+// the memory its fields, strings and lists hold from earlier lines (and fields left
+// over from longer lines), so that reading a trace does not allocate per record. On
+// failure the record's contents are unspecified.
+class RecordParser {
+ public:
+  Status parse(std::string_view line, TraceRecord& r);
+
+ private:
+  std::vector<TraceField> spare_;
+};
+
 // First line of every trace file; identifies the file and the format version.
 inline constexpr std::string_view kTraceMagic = "functracer-trace";
 inline constexpr int kTraceFormatVersion = 1;

@@ -186,9 +186,8 @@ const TraceRecord* TraceReader::read_record() {
     if (line_overlong_) {
       problem = "line longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB";
     } else {
-      auto parsed = parse_record(line_);
+      Status parsed = parser_.parse(line_, record_);
       if (parsed) {
-        record_ = std::move(parsed).value();
         record_line_ = line_no_;
         if (last_seq_ != 0 && record_.seq <= last_seq_) {
           if (++out_of_order_ <= kMaxReportedLines) {

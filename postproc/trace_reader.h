@@ -110,7 +110,8 @@ class TraceReader {
   bool line_overlong_ = false;  // the line read last exceeded the limit and was dropped
   uint64_t line_no_ = 0;
   uint64_t record_line_ = 0;
-  TraceRecord record_;
+  RecordParser parser_;
+  TraceRecord record_;  // parsed into in place, line after line
   std::optional<TraceRecord> pending_;  // first record, read ahead by open()
   uint64_t pending_line_ = 0;
   std::optional<TraceRecord> header_;
