@@ -18,7 +18,8 @@ namespace ft::post {
 
 namespace {
 
-// Where "ts": 0 is, and what otherData says about the session.
+// Where "ts": 0 is, and what otherData says about the session: the command line and
+// executable of the trace that starts first.
 struct Session {
   uint64_t zero_ns = 0;
   std::optional<int64_t> zero_realtime_ns;
@@ -39,14 +40,15 @@ Result<Session> read_session(const std::vector<std::string>& paths) {
     ++s.traces;
     if (!r) continue;
     const TraceRecord* h = reader->header();
-    if (s.traces == 1 && h) {
-      if (const std::string* c = h->get_str("cmdline")) s.command_line = *c;
-      if (const std::string* e = h->get_str("exe")) s.executable = *e;
-    }
     if (first || r->ts_ns < s.zero_ns) {
+      // The process that started first: with -f, the one the user launched.
       s.zero_ns = r->ts_ns;
       s.zero_realtime_ns.reset();
+      s.command_line.clear();
+      s.executable.clear();
       if (h && h->ts_ns == r->ts_ns) s.zero_realtime_ns = h->get_int("start_realtime_ns");
+      if (const std::string* c = h ? h->get_str("cmdline") : nullptr) s.command_line = *c;
+      if (const std::string* e = h ? h->get_str("exe") : nullptr) s.executable = *e;
       first = false;
     }
   }

@@ -11,8 +11,9 @@ tracefile.py and replayed by the rules of doc/trace-format.md, never through
 functracer-postproc. Checked, for every trace:
 
   * the JSON object format: traceEvents, displayTimeUnit "ns", otherData with the
-    traced command line; every event has the fields its phase needs (X: name, cat, ts,
-    dur, pid, tid, args; i: scope; C: numeric args; M: a known metadata name);
+    command line of the process that started first; every event has the fields its
+    phase needs (X: name, cat, ts, dur, pid, tid, args; i: scope; C: numeric args;
+    M: a known metadata name);
   * every process has one process_name naming its executable and pid, every thread
     with events a thread_name;
   * per thread, the complete events nest properly in whole nanoseconds (a callee
@@ -25,7 +26,10 @@ functracer-postproc. Checked, for every trace:
   * lifecycle instants (process start, exec, exit, signals, thread start/exit) match
     the raw lifecycle records;
   * heapshape under memtrace: the heap counter's maximum is the program's stated
-    peak, and every sample equals the raw records' live bytes at that time;
+    peak, and every sample equals the raw records' live bytes at that time; under
+    memtrace and calltrace at once, heap and calls share the timeline: the raw alloc
+    records inside each function's complete event are as many as the program says
+    that function allocated;
   * --tid keeps one thread, -o writes the same document to a file.
 """
 
@@ -277,8 +281,8 @@ def full_check(ck, tr, label, exe):
     doc = chrome(ck, [tr.outdir], label)
     if doc is None:
         return None, []
-    recs0 = parse_trace(tr.files[0])
-    events = check_schema(ck, doc, label, recs0[0]["cmdline"])
+    first = min((parse_trace(f)[0] for f in tr.files), key=lambda r: r["ts"])
+    events = check_schema(ck, doc, label, first["cmdline"])
     exes = {}
     for f in tr.files:
         recs = parse_trace(f)
@@ -403,6 +407,29 @@ def main():
                 prev = at[t]
             ck.check_eq(sorted(changed - {t for t, _ in samples})[:3], [],
                         "heapshape: changes of the live heap without a sample")
+        # heapshape under memtrace and calltrace: one timeline.
+        if peak:
+            allocs = {l.split()[1]: int(l.split()[2]) for l in tr.result.out.splitlines()
+                      if l.startswith("allocs ")}
+            tr = trace_prog(ck, heapshape, work, "heapshape-calls", ",".join(allocs),
+                            plugin="memtrace", extra=["-e", "calltrace"])
+            doc, events = full_check(ck, tr, "heapshape memtrace+calltrace", heapshape)
+            if doc:
+                samples = [e["args"]["live_bytes"] for e in events if e.get("ph") == "C"]
+                ck.check_eq(max(samples, default=None), peak[0],
+                            "heapshape memtrace+calltrace: heap counter maximum")
+                zero = doc["otherData"]["ts_zero_ns"]
+                recs = [r for r in parse_trace(tr.files[0]) if r["type"] == "alloc"]
+                inside = collections.Counter()
+                for e in events:
+                    if e.get("ph") != "X":
+                        continue
+                    start = zero + ns(e["ts"])
+                    end = start + ns(e["dur"])
+                    inside[base(e["name"])] += sum(1 for r in recs if r["tid"] == e["tid"] and
+                                                   start <= r["ts"] <= end)
+                ck.check_eq(dict(inside), allocs,
+                            "heapshape memtrace+calltrace: allocations inside each function")
     ck.finish()
 
 
