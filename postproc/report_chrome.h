@@ -27,7 +27,9 @@
 //
 // Times: "ts" and "dur" are microseconds with three decimals, so exact to the
 // nanosecond, counted from the earliest start among the traces given (they share one
-// clock, CLOCK_MONOTONIC); otherData says where that zero is, and gives the command
+// clock, CLOCK_MONOTONIC), which keeps the numbers small enough for the viewers'
+// doubles to hold every nanosecond (raw CLOCK_MONOTONIC microseconds would not, in a
+// browser's JavaScript); otherData says where that zero is, and gives the command
 // line and executable of the process that started first (with -f, the one launched). Each thread's events
 // nest properly in whole nanoseconds: a callee that would start before its caller or
 // before its previous sibling's end is moved to start there, and a caller ends no
