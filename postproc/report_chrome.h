@@ -27,13 +27,13 @@
 //
 // Times: "ts" and "dur" are microseconds with three decimals, so exact to the
 // nanosecond, counted from the earliest start among the traces given (they share one
-// clock, CLOCK_MONOTONIC), which keeps the numbers small enough for the viewers'
-// doubles to hold every nanosecond (raw CLOCK_MONOTONIC microseconds would not, in a
-// browser's JavaScript); otherData says where that zero is, and gives the command
-// line and executable of the process that started first (with -f, the one launched). Each thread's events
-// nest properly in whole nanoseconds: a callee that would start before its caller or
-// before its previous sibling's end is moved to start there, and a caller ends no
-// earlier than its last callee (only traces with records out of order need it).
+// clock, CLOCK_MONOTONIC), which keeps the numbers small: the viewers read them into
+// doubles, which hold every nanosecond only up to 2^53 ns (104 days of uptime).
+// otherData says where that zero is, and gives the command line and executable of the
+// process that started first (with -f, the one launched). Each thread's events nest
+// properly in whole nanoseconds: a callee that would start before its caller or before
+// its previous sibling's end is moved to start there, and a caller ends no earlier than
+// its last callee (only traces with records out of order need it).
 //
 // --tid N keeps the calls and thread-scope events of thread N only; the process-scope
 // events and the heap counter stay whole. Memory is bounded by the open frames, the
