@@ -6,6 +6,7 @@
 
 #include "postproc/report_allocators.h"
 #include "postproc/report_calls.h"
+#include "postproc/report_chrome.h"
 #include "postproc/report_diff.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
@@ -46,6 +47,8 @@ constexpr ReportSpec kReports[] = {
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
      kAcceptsTime | kAcceptsTid, {}},
+    {"chrome", "Chrome trace-event JSON for Perfetto, chrome://tracing, speedscope",
+     report_chrome, kAcceptsTid, {}},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

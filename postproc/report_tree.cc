@@ -1,5 +1,4 @@
 #include "postproc/report_tree.h"
-#include "postproc/value_types.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -8,6 +7,7 @@
 
 #include "core/trace_record.h"
 #include "postproc/call_model.h"
+#include "postproc/call_values.h"
 #include "postproc/demangle.h"
 
 namespace ft::post {
@@ -52,7 +52,7 @@ class TreeObserver : public CallObserver {
     indent(*t, a.level);
     t->text += demangler_.short_name(a.function);
     t->text += '(';
-    append_args(t->text, a);
+    append_call_args(t->text, a);
     t->text += ')';
     t->line_open = true;
     t->level = a.level + 1;
@@ -67,17 +67,9 @@ class TreeObserver : public CallObserver {
     }
     t->line_open = false;
     if (end.kind == EndKind::kReturn) {
-      std::optional<ValueTypes> types;
-      if (a.types) types = parse_value_types(*a.types);
-      if (!types) {
-        fmt::format_to(std::back_inserter(t->text), " = {:#x}", end.retval);
-      } else if (types->ret.kind == 'f') {
-        t->text += " = ";
-        t->text += end.fretval ? format_value(types->ret, *end.fretval) : "?";
-      } else if (types->ret.kind != 'v') {
-        t->text += " = ";
-        t->text += format_value(types->ret, end.retval);
-      }
+      size_t mark = t->text.size();
+      t->text += " = ";
+      if (!append_return_value(t->text, a, end)) t->text.resize(mark);
     } else {
       t->text += " <unwound: ";
       t->text += end.reason;
@@ -145,44 +137,6 @@ class TreeObserver : public CallObserver {
     indent(*t, t->level);
     t->text += text;
     t->text += '\n';
-  }
-
-  static void append_args(std::string& out, const Activation& a) {
-    std::optional<ValueTypes> types;
-    if (a.types) types = parse_value_types(*a.types);
-    if (types) {
-      // Each parameter takes the next register of its class.
-      size_t next_int = 0, next_fp = 0;
-      for (size_t i = 0; i < types->args.size(); ++i) {
-        if (i) out += ", ";
-        const ValueType& vt = types->args[i];
-        if (vt.kind == 'f') {
-          size_t reg = next_fp++;
-          out += reg < a.fargs.size() ? format_value(vt, a.fargs[reg]) : "?";
-          continue;
-        }
-        size_t reg = next_int++;
-        if (reg < a.strings.size() && a.strings[reg])
-          append_quoted(out, *a.strings[reg]);
-        else if (reg < a.args.size())
-          out += format_value(vt, a.args[reg]);
-        else
-          out += '?';
-      }
-      return;
-    }
-    size_t count = a.args.size();
-    if (a.nargs) count = static_cast<size_t>(std::clamp<int64_t>(*a.nargs, 0, kArgRegisters));
-    for (size_t i = 0; i < count; ++i) {
-      if (i) out += ", ";
-      if (i < a.strings.size() && a.strings[i]) {
-        append_quoted(out, *a.strings[i]);
-      } else if (i < a.args.size()) {
-        fmt::format_to(std::back_inserter(out), "{:#x}", a.args[i]);
-      } else {
-        out += '?';
-      }
-    }
   }
 
   static constexpr size_t kStreamBytes = 1 << 16;
