@@ -9,6 +9,7 @@
 #include "postproc/report_diff.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
+#include "postproc/report_flamegraph.h"
 #include "postproc/report_histogram.h"
 #include "postproc/report_leaks.h"
 #include "postproc/report_peak.h"
@@ -46,6 +47,10 @@ constexpr ReportSpec kReports[] = {
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
      kAcceptsTime | kAcceptsTid, {}},
+    {"flamegraph", "folded stacks or an SVG flame graph of time, calls or heap bytes",
+     report_flamegraph,
+     kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsSvg, {},
+     0, kFlameMetricNames},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };
