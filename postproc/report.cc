@@ -11,6 +11,7 @@
 #include "postproc/report_fds.h"
 #include "postproc/report_flamegraph.h"
 #include "postproc/report_histogram.h"
+#include "postproc/report_html.h"
 #include "postproc/report_leaks.h"
 #include "postproc/report_peak.h"
 #include "postproc/report_temporary.h"
@@ -51,6 +52,9 @@ constexpr ReportSpec kReports[] = {
      report_flamegraph,
      kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsSvg, {},
      0, kFlameMetricNames},
+    {"html", "one HTML page: leaks, heap over time and flame graphs of memtrace traces",
+     report_html,
+     kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsTop, {}},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

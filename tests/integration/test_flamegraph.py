@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The flamegraph report (folded stacks and SVG) on traced programs.
+"""The flamegraph report (folded stacks and SVG) and the html report on traced
+programs.
 
 usage: test_flamegraph.py RECURSION MUTUAL HEAPSHAPE LEAKS_CXX
 
@@ -24,6 +25,10 @@ the SVG (its pixels and its DOM after the script ran). Checked:
     their parent; labels fit; Chromium draws the root bar across the width and
     coloured frames above it; #search= highlights the matching frames and the
     script reports the share they cover;
+  * html: in Chromium's DOM, the leak table's rows per leaking function equal the
+    manifest, leaked bytes the raw records', the peak the manifest's, the chart's
+    points reach the peak and end at the leaked bytes; the screenshot shows the
+    chart line and flame graph frames;
   * bad metrics are one line and a non-zero exit.
 """
 
@@ -333,6 +338,50 @@ def check_svg_in_browser(ck, tr, work):
             ck.check(p == (230, 0, 230), f"search: {f['name']} highlighted ({p})")
 
 
+def check_html(ck, tr, work):
+    """The html report of heapshape in Chromium: the DOM after the scripts ran holds
+    the leak table rows of the leaking functions, the summary and the chart's points;
+    the screenshot shows the chart and the flame graph."""
+    m = manifest(tr.result.out)
+    raw = replay_heap(parse_trace(tr.files[0]))
+    page = os.path.join(work, "heap.html")
+    res = h.run_postproc(["html", "-o", page, tr.outdir])
+    if not ck.check(res.status == 0, f"html\n{res.describe()}"):
+        return
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    ck.check(not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), "html: nothing from the network")
+    if browser.chromium() is None:
+        ck.note("no chromium: the page is not rendered")
+        return
+    dom = browser.dump_dom(browser.file_url(page))
+    ck.check(f'id="leaked-bytes" data-value="{raw["leaked"]}"' in dom,
+             f"html: leaked bytes {raw['leaked']} (raw records)")
+    ck.check(f'id="peak-bytes" data-value="{m["peak"][0]}"' in dom, f"html: peak {m['peak'][0]} (manifest)")
+    rows = re.findall(r'<tr class="group">(.*?)</tr>', dom, re.S)
+    got = collections.Counter()
+    for row in rows:
+        nums = re.findall(r'<td class="num">(\d+)</td>', row)
+        frames = re.findall(r'<li class="frame">(.*?)</li>', row, re.S)
+        fn = next((f for fr in frames for f in m["leak"] if re.search(rf"\b{f}\b", fr)), None)
+        got[fn] += int(nums[0])
+    got.pop(None, None)
+    ck.check_eq(dict(got), {f: v[1] for f, v in m["leak"].items()}, "html: leak table rows per leaking function")
+    points = [int(b) for b in re.findall(r'<circle cx="[^"]*" cy="[^"]*" r="1" data-ns="\d+" data-bytes="(\d+)"', dom)]
+    ck.check(len(points) > 100, f"html: chart points ({len(points)})")
+    ck.check(points and max(points) == m["peak"][0], "html: the chart reaches the peak")
+    ck.check(points and points[-1] == raw["leaked"], "html: the chart ends at the leaked bytes")
+    ck.check(re.search(rf'class="peak"[^>]*data-bytes="{m["peak"][0]}"', dom), "html: the peak is marked")
+    ck.check(dom.count('class="ft-flamegraph"') == 4, "html: four flame graphs")
+    ck.check('style="display: none;"' in dom or 'display: none' in dom, "html: the page script ran (one graph shown)")
+    img = browser.screenshot(browser.file_url(page), os.path.join(work, "html.png"), 1280, 1600)
+    colours = collections.Counter(img.pixel(x, y) for y in range(0, img.height, 4) for x in range(0, img.width, 4))
+    red = sum(n for (r, g, b), n in colours.items() if r > 150 and g < 120 and b < 120)
+    ck.check(red > 50, f"html screenshot: the chart line and the flames are drawn ({red} red samples)")
+    flame = sum(n for (r, g, b), n in colours.items() if r >= 205 and b <= 56 and g > 100)
+    ck.check(flame > 500, f"html screenshot: flame graph frames ({flame} samples)")
+
+
 def check_bad(ck, rec, shape):
     cases = [
         (["flamegraph", "--metric", "time", shape], 1, "needs call records"),
@@ -357,6 +406,7 @@ def main():
         check_mutual(ck, mutual, work)
         shape = check_heapshape(ck, heapshape, work)
         check_svg_in_browser(ck, shape, work)
+        check_html(ck, shape, work)
         check_cxx(ck, leaks_cxx, work)
         check_bad(ck, rec.outdir, shape.outdir)
     ck.finish()
