@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <optional>
+#include <span>
 
 namespace ft::post {
 
@@ -39,6 +40,8 @@ constexpr OptionSpec kOptions[] = {
     {"--time", 0, "", kAcceptsTime},
     {"--tid", 0, "a thread id", kAcceptsTid},
     {"--sort", 0, "a sort key", 0},
+    {"--metric", 0, "a metric", 0},
+    {"--svg", 0, "", kAcceptsSvg},
     {"--top", 0, "a number", kAcceptsTop},
     {"--size", 0, "a size range", kAcceptsBlockFilters},
     {"--from", 0, "a moment", kAcceptsBlockFilters},
@@ -82,6 +85,9 @@ std::string usage_text() {
       "      --time            show the duration of each call (tree)\n"
       "      --tid=N           only thread N\n"
       "      --sort=KEY        order of the entries (see functracer-postproc(1))\n"
+      "      --metric=KEY      what the report measures (flamegraph: time, calls,\n"
+      "                        allocated, allocations, leaked, peak, temporary)\n"
+      "      --svg             an interactive SVG flame graph instead of folded stacks\n"
       "      --top=N           only the first N entries\n"
       "  -o, --output=FILE     write the report to FILE instead of standard output\n"
       "\n"
@@ -175,6 +181,10 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
       }
     } else if (n == "--sort") {
       o.sort = value;
+    } else if (n == "--metric") {
+      o.metric = value;
+    } else if (n == "--svg") {
+      o.svg = true;
     } else if (n == "--top") {
       o.top = positive(value);
       if (!o.top) return Error::msg("option '--top' needs a positive number, not '" + value + "'");
@@ -208,16 +218,24 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     if (spec->long_name == "--json") return Error::msg(which + " has no --json output");
     return Error::msg(which + " does not take " + std::string(spec->long_name));
   }
-  if (!o.sort.empty()) {
-    if (cl.report->sort_keys.empty()) return Error::msg(which + " does not take --sort");
-    std::string keys;
+  // --sort and --metric: a key from the report's list.
+  auto check_key = [&](const std::string& given, std::span<const std::string_view> keys,
+                       std::string_view option, std::string_view verb) -> Status {
+    if (given.empty()) return {};
+    if (keys.empty()) return Error::msg(which + " does not take " + std::string(option));
+    std::string list;
     bool known = false;
-    for (std::string_view k : cl.report->sort_keys) {
-      known = known || k == o.sort;
-      keys += (keys.empty() ? "" : ", ") + std::string(k);
+    for (std::string_view k : keys) {
+      known = known || k == given;
+      list += (list.empty() ? "" : ", ") + std::string(k);
     }
-    if (!known) return Error::msg(which + " sorts by " + keys + ", not '" + o.sort + "'");
-  }
+    if (!known) return Error::msg(which + " " + std::string(verb) + " " + list + ", not '" + given + "'");
+    return {};
+  };
+  if (Status st = check_key(o.sort, cl.report->sort_keys, "--sort", "sorts by"); !st)
+    return st.error();
+  if (Status st = check_key(o.metric, cl.report->metric_keys, "--metric", "measures"); !st)
+    return st.error();
   if (o.from && o.to && o.from->kind == o.to->kind && o.from->value > o.to->value) {
     return Error::msg("--from " + format_when(*o.from) + " is after --to " + format_when(*o.to));
   }

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -58,6 +59,30 @@ class HeapObserver {
   // A block still live when its image ended.
   virtual void on_live_at_end(const Block& /*block*/, ImageEnd /*how*/) {}
   virtual void end_process(const TraceReader& /*reader*/) {}
+};
+
+// Several observers fed by one replay, each event to each in turn (not owned).
+class HeapObserverSet : public HeapObserver {
+ public:
+  explicit HeapObserverSet(std::vector<HeapObserver*> observers) : observers_(std::move(observers)) {}
+  void begin_process(const TraceReader& reader) override {
+    for (HeapObserver* o : observers_) o->begin_process(reader);
+  }
+  void on_alloc(const Block& block) override {
+    for (HeapObserver* o : observers_) o->on_alloc(block);
+  }
+  void on_free(const Block& block, const Moment& when) override {
+    for (HeapObserver* o : observers_) o->on_free(block, when);
+  }
+  void on_live_at_end(const Block& block, ImageEnd how) override {
+    for (HeapObserver* o : observers_) o->on_live_at_end(block, how);
+  }
+  void end_process(const TraceReader& reader) override {
+    for (HeapObserver* o : observers_) o->end_process(reader);
+  }
+
+ private:
+  std::vector<HeapObserver*> observers_;
 };
 
 struct HeapReplayOptions {

@@ -10,7 +10,9 @@
 #include "postproc/report_diff.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
+#include "postproc/report_flamegraph.h"
 #include "postproc/report_histogram.h"
+#include "postproc/report_html.h"
 #include "postproc/report_leaks.h"
 #include "postproc/report_peak.h"
 #include "postproc/report_temporary.h"
@@ -49,6 +51,13 @@ constexpr ReportSpec kReports[] = {
      kAcceptsTime | kAcceptsTid, {}},
     {"chrome", "Chrome trace-event JSON for Perfetto, chrome://tracing, speedscope",
      report_chrome, kAcceptsTid, {}},
+    {"flamegraph", "folded stacks or an SVG flame graph of time, calls or heap bytes",
+     report_flamegraph,
+     kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsSvg, {},
+     0, kFlameMetricNames},
+    {"html", "one HTML page: leaks, heap over time and flame graphs of memtrace traces",
+     report_html,
+     kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsTop, {}},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

@@ -25,6 +25,8 @@ struct ReportOptions {
   bool time = false;             // --time
   std::optional<int64_t> tid;    // --tid N: only this thread
   std::string sort;              // --sort KEY (empty: the report's default)
+  std::string metric;            // --metric KEY (empty: the report's default)
+  bool svg = false;              // --svg
   std::optional<int64_t> top;    // --top N: only the first N entries
   // Trace files, with the directories given (functracer -o DIR) expanded to the
   // *.trace files in them; `inputs` keeps them per argument (diff compares two).
@@ -84,6 +86,7 @@ enum ReportAccepts : uint32_t {
   kAcceptsGroupFilters = 1 << 5,  // --function, --suppressions
   kAcceptsAt = 1 << 6,            // --at
   kAcceptsResolve = 1 << 7,       // --sysroot, --debug-dir
+  kAcceptsSvg = 1 << 8,           // --svg
 };
 
 struct ReportSpec {
@@ -93,6 +96,9 @@ struct ReportSpec {
   uint32_t accepts = 0;      // ReportAccepts
   std::span<const std::string_view> sort_keys;  // accepted by --sort, the default first
   size_t inputs = 0;         // exactly this many TRACE arguments (0: one or more)
+  // Accepted by --metric (what a report measures), the default first unless the report
+  // documents a default that depends on the traces.
+  std::span<const std::string_view> metric_keys = {};
 };
 
 std::span<const ReportSpec> all_reports();
