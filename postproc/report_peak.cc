@@ -3,20 +3,13 @@
 #include <fmt/format.h>
 
 #include "postproc/heap_session.h"
+#include "postproc/peak_tracker.h"
 
 namespace ft::post {
 
 namespace {
 
-struct Live {
-  uint64_t bytes = 0;
-  uint64_t blocks = 0;
-  Live& operator+=(const Live& o) {
-    bytes += o.bytes;
-    blocks += o.blocks;
-    return *this;
-  }
-};
+using Live = LiveCount;
 
 struct ProcessPeak {
   int64_t pid = 0;
@@ -29,66 +22,26 @@ struct ProcessPeak {
 
 class PeakObserver : public HeapObserver {
  public:
-  void begin_process(const TraceReader& /*reader*/) override {
-    sites_.clear();
-    now_ = {};
-    peak_ = ProcessPeak{};
-    epoch_ = 0;
-  }
-
-  void on_alloc(const Block& b) override {
-    change(b.site, static_cast<int64_t>(b.size), 1);
-    if (now_.bytes > peak_.peak.bytes) {
-      ++epoch_;
-      peak_.peak = now_;
-      peak_.time_ns = b.time_ns;
-      peak_.seq = b.seq;
-    }
-  }
-  void on_free(const Block& b, const Moment& /*when*/) override {
-    change(b.site, -static_cast<int64_t>(b.size), -1);
-  }
-  void on_live_at_end(const Block& b, ImageEnd /*how*/) override {
-    change(b.site, -static_cast<int64_t>(b.size), -1);
-  }
+  void begin_process(const TraceReader& /*reader*/) override { tracker_.reset(); }
+  void on_alloc(const Block& b) override { tracker_.alloc(b); }
+  void on_free(const Block& b, const Moment& /*when*/) override { tracker_.release(b); }
+  void on_live_at_end(const Block& b, ImageEnd /*how*/) override { tracker_.release(b); }
 
   void end_process(const TraceReader& reader) override {
-    peak_.pid = reader.pid();
-    peak_.trace = reader.path();
-    for (size_t i = 0; i < sites_.size(); ++i) {
-      const SiteState& s = sites_[i];
-      Live at = s.epoch < epoch_ ? s.now : s.at_peak;
-      if (at.blocks > 0) peak_.per_site.emplace_back(static_cast<SiteId>(i), at);
-    }
-    peaks.push_back(std::move(peak_));
+    ProcessPeak p;
+    p.pid = reader.pid();
+    p.trace = reader.path();
+    p.peak = tracker_.peak();
+    p.time_ns = tracker_.peak_time_ns();
+    p.seq = tracker_.peak_seq();
+    p.per_site = tracker_.live_at_peak();
+    peaks.push_back(std::move(p));
   }
 
   std::vector<ProcessPeak> peaks;
 
  private:
-  struct SiteState {
-    Live now;
-    Live at_peak;        // valid when epoch == epoch_ (changed since the last maximum)
-    uint64_t epoch = 0;  // epoch_ at the last change
-  };
-
-  void change(SiteId site, int64_t bytes, int64_t blocks) {
-    if (sites_.size() <= site) sites_.resize(site + 1);
-    SiteState& s = sites_[site];
-    if (s.epoch < epoch_) {
-      s.at_peak = s.now;  // unchanged since the last maximum
-      s.epoch = epoch_;
-    }
-    s.now.bytes = static_cast<uint64_t>(static_cast<int64_t>(s.now.bytes) + bytes);
-    s.now.blocks = static_cast<uint64_t>(static_cast<int64_t>(s.now.blocks) + blocks);
-    now_.bytes = static_cast<uint64_t>(static_cast<int64_t>(now_.bytes) + bytes);
-    now_.blocks = static_cast<uint64_t>(static_cast<int64_t>(now_.blocks) + blocks);
-  }
-
-  std::vector<SiteState> sites_;
-  Live now_;
-  ProcessPeak peak_;
-  uint64_t epoch_ = 0;
+  PeakTracker tracker_;
 };
 
 }  // namespace
