@@ -11,6 +11,7 @@
 #include "postproc/report_fds.h"
 #include "postproc/report_histogram.h"
 #include "postproc/report_leaks.h"
+#include "postproc/report_massif.h"
 #include "postproc/report_peak.h"
 #include "postproc/report_temporary.h"
 #include "postproc/report_tree.h"
@@ -42,6 +43,8 @@ constexpr ReportSpec kReports[] = {
      kHeap | kAcceptsTop, kDiffSortKeys, 2},
     {"fds", "file descriptors and FILE streams left open, by backtrace", report_fds,
      kAcceptsJson | kAcceptsTid | kAcceptsTop | kAcceptsGroupFilters | kAcceptsResolve, {}},
+    {"massif", "the heap over time as a massif.out file, for ms_print and massif-visualizer",
+     report_massif, kAcceptsTid | kAcceptsResolve, {}},
     {"calls", "per-function call counts, total and self time", report_calls,
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
