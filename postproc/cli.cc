@@ -39,6 +39,7 @@ constexpr OptionSpec kOptions[] = {
     {"--time", 0, "", kAcceptsTime},
     {"--tid", 0, "a thread id", kAcceptsTid},
     {"--sort", 0, "a sort key", 0},
+    {"--metric", 0, "a metric", 0},
     {"--top", 0, "a number", kAcceptsTop},
     {"--size", 0, "a size range", kAcceptsBlockFilters},
     {"--from", 0, "a moment", kAcceptsBlockFilters},
@@ -83,6 +84,7 @@ std::string usage_text() {
       "      --tid=N           only thread N\n"
       "      --sort=KEY        order of the entries (see functracer-postproc(1))\n"
       "      --top=N           only the first N entries\n"
+      "      --metric=KEY      what to weigh by (see functracer-postproc(1))\n"
       "  -o, --output=FILE     write the report to FILE instead of standard output\n"
       "\n"
       "Heap and descriptor reports:\n"
@@ -175,6 +177,8 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
       }
     } else if (n == "--sort") {
       o.sort = value;
+    } else if (n == "--metric") {
+      o.metric = value;
     } else if (n == "--top") {
       o.top = positive(value);
       if (!o.top) return Error::msg("option '--top' needs a positive number, not '" + value + "'");
@@ -208,16 +212,25 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     if (spec->long_name == "--json") return Error::msg(which + " has no --json output");
     return Error::msg(which + " does not take " + std::string(spec->long_name));
   }
-  if (!o.sort.empty()) {
-    if (cl.report->sort_keys.empty()) return Error::msg(which + " does not take --sort");
-    std::string keys;
+  // --sort and --metric: one of the report's keys.
+  auto check_key = [&](std::string_view option, const std::string& value,
+                       std::span<const std::string_view> keys) -> Status {
+    if (value.empty()) return {};
+    if (keys.empty()) return Error::msg(which + " does not take " + std::string(option));
+    std::string list;
     bool known = false;
-    for (std::string_view k : cl.report->sort_keys) {
-      known = known || k == o.sort;
-      keys += (keys.empty() ? "" : ", ") + std::string(k);
+    for (std::string_view k : keys) {
+      known = known || k == value;
+      list += (list.empty() ? "" : ", ") + std::string(k);
     }
-    if (!known) return Error::msg(which + " sorts by " + keys + ", not '" + o.sort + "'");
-  }
+    if (!known) {
+      return Error::msg(which + (option == "--sort" ? " sorts by " : " weighs by ") + list +
+                        ", not '" + value + "'");
+    }
+    return {};
+  };
+  if (Status st = check_key("--sort", o.sort, cl.report->sort_keys); !st) return st.error();
+  if (Status st = check_key("--metric", o.metric, cl.report->metric_keys); !st) return st.error();
   if (o.from && o.to && o.from->kind == o.to->kind && o.from->value > o.to->value) {
     return Error::msg("--from " + format_when(*o.from) + " is after --to " + format_when(*o.to));
   }

@@ -7,6 +7,7 @@
 #include "postproc/report_allocators.h"
 #include "postproc/report_calls.h"
 #include "postproc/report_diff.h"
+#include "postproc/report_dot.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
 #include "postproc/report_histogram.h"
@@ -24,6 +25,8 @@ constexpr std::string_view kLeakSortKeys[] = {"bytes", "blocks"};
 constexpr std::string_view kAllocatorSortKeys[] = {"count", "bytes"};
 constexpr std::string_view kTemporarySortKeys[] = {"count", "bytes"};
 constexpr std::string_view kDiffSortKeys[] = {"bytes", "blocks", "count"};
+// The dot report's default follows the traces: calls for calltrace, bytes for memtrace.
+constexpr std::string_view kDotMetrics[] = {"calls", "time", "bytes"};
 
 constexpr uint32_t kHeap = kAcceptsJson | kAcceptsTid | kAcceptsBlockFilters |
                            kAcceptsGroupFilters | kAcceptsResolve;
@@ -49,6 +52,8 @@ constexpr ReportSpec kReports[] = {
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
      kAcceptsTime | kAcceptsTid, {}},
+    {"dot", "call graph (or allocation backtraces by bytes) for graphviz", report_dot,
+     kAcceptsTid | kAcceptsResolve, {}, 0, kDotMetrics},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

@@ -25,6 +25,7 @@ struct ReportOptions {
   bool time = false;             // --time
   std::optional<int64_t> tid;    // --tid N: only this thread
   std::string sort;              // --sort KEY (empty: the report's default)
+  std::string metric;            // --metric KEY (empty: the report's default)
   std::optional<int64_t> top;    // --top N: only the first N entries
   // Trace files, with the directories given (functracer -o DIR) expanded to the
   // *.trace files in them; `inputs` keeps them per argument (diff compares two).
@@ -93,6 +94,7 @@ struct ReportSpec {
   uint32_t accepts = 0;      // ReportAccepts
   std::span<const std::string_view> sort_keys;  // accepted by --sort, the default first
   size_t inputs = 0;         // exactly this many TRACE arguments (0: one or more)
+  std::span<const std::string_view> metric_keys = {};  // accepted by --metric, the default first
 };
 
 std::span<const ReportSpec> all_reports();

@@ -1,11 +1,12 @@
-// Tests of the pure parts of the massif report: the allocation tree (child counts,
-// order, the 1% threshold line). Expected
+// Tests of the pure parts of the massif and dot reports: the massif allocation tree
+// (child counts, order, the 1% threshold line) and DOT string escaping. Expected
 // output is worked out by hand from valgrind's massif format, in the comments.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "postproc/report_dot.h"
 #include "postproc/report_massif.h"
 
 namespace ft::post {
@@ -49,6 +50,13 @@ TEST(MassifTree, EmptyHeap) {
   std::string out;
   append_massif_tree(out, {}, 0);
   EXPECT_EQ(out, std::string("n0: 0 ") + kRoot + "\n");
+}
+
+TEST(DotEscape, QuotesBackslashesNewlines) {
+  EXPECT_EQ(dot_escape("std::vector<int, std::allocator<int> >::push_back(int const&)"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)");
+  EXPECT_EQ(dot_escape("operator\"\" _km(char const*)"), "operator\\\"\\\" _km(char const*)");
+  EXPECT_EQ(dot_escape("a\\b\nc"), "a\\\\b\\nc");
 }
 
 }  // namespace
