@@ -89,6 +89,7 @@ std::string usage_text() {
       "                        allocated, allocations, leaked, peak, temporary)\n"
       "      --svg             an interactive SVG flame graph instead of folded stacks\n"
       "      --top=N           only the first N entries\n"
+      "      --metric=KEY      what to weigh by (see functracer-postproc(1))\n"
       "  -o, --output=FILE     write the report to FILE instead of standard output\n"
       "\n"
       "Heap and descriptor reports:\n"

@@ -8,12 +8,14 @@
 #include "postproc/report_calls.h"
 #include "postproc/report_chrome.h"
 #include "postproc/report_diff.h"
+#include "postproc/report_dot.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
 #include "postproc/report_flamegraph.h"
 #include "postproc/report_histogram.h"
 #include "postproc/report_html.h"
 #include "postproc/report_leaks.h"
+#include "postproc/report_massif.h"
 #include "postproc/report_peak.h"
 #include "postproc/report_temporary.h"
 #include "postproc/report_tree.h"
@@ -26,6 +28,8 @@ constexpr std::string_view kLeakSortKeys[] = {"bytes", "blocks"};
 constexpr std::string_view kAllocatorSortKeys[] = {"count", "bytes"};
 constexpr std::string_view kTemporarySortKeys[] = {"count", "bytes"};
 constexpr std::string_view kDiffSortKeys[] = {"bytes", "blocks", "count"};
+// The dot report's default follows the traces: calls for calltrace, bytes for memtrace.
+constexpr std::string_view kDotMetrics[] = {"calls", "time", "bytes"};
 
 constexpr uint32_t kHeap = kAcceptsJson | kAcceptsTid | kAcceptsBlockFilters |
                            kAcceptsGroupFilters | kAcceptsResolve;
@@ -45,6 +49,8 @@ constexpr ReportSpec kReports[] = {
      kHeap | kAcceptsTop, kDiffSortKeys, 2},
     {"fds", "file descriptors and FILE streams left open, by backtrace", report_fds,
      kAcceptsJson | kAcceptsTid | kAcceptsTop | kAcceptsGroupFilters | kAcceptsResolve, {}},
+    {"massif", "the heap over time as a massif.out file, for ms_print and massif-visualizer",
+     report_massif, kAcceptsTid | kAcceptsResolve, {}},
     {"calls", "per-function call counts, total and self time", report_calls,
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
@@ -58,6 +64,8 @@ constexpr ReportSpec kReports[] = {
     {"html", "one HTML page: leaks, heap over time and flame graphs of memtrace traces",
      report_html,
      kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsTop, {}},
+    {"dot", "call graph (or allocation backtraces by bytes) for graphviz", report_dot,
+     kAcceptsTid | kAcceptsResolve, {}, 0, kDotMetrics},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

@@ -15,7 +15,7 @@ Status report_peak(const ReportOptions& options, Output& out, Diagnostics& diag)
   auto processes = session.replay(options.traces, observer, heap_replay_options(options));
   if (!processes) return processes.error();
 
-  auto greater = [](const LiveTotal& a, const LiveTotal& b) {
+  auto greater = [](const LiveCount& a, const LiveCount& b) {
     return std::pair(a.bytes, a.blocks) > std::pair(b.bytes, b.blocks);
   };
   std::optional<size_t> top;

@@ -3,11 +3,8 @@
 // the moment it was reached (time since the trace started, and the event: use either
 // with `leaks --at` to see the same heap), and the backtraces of the blocks live at
 // that moment, largest first.
-//
-// The live bytes of every site at the peak are kept without copying the live set at
-// each new maximum: every site remembers the epoch (number of maxima so far) of its
-// last change, and when a site changes after a later maximum its value before the
-// change is its value at that maximum. One pass, O(1) per event.
+// The peak and what was live at it come from a PeakTracker (peak_tracker.h), in one
+// pass, O(1) per event.
 //
 // JSON: {"peak_bytes" (the largest of the processes), "processes": [{"pid", "trace",
 // "peak_bytes", "peak_blocks", "time_ns", "seq", "at" ("#SEQ"), "groups_total",
