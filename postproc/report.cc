@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 
 #include "postproc/report_allocators.h"
+#include "postproc/report_callgrind.h"
 #include "postproc/report_calls.h"
 #include "postproc/report_diff.h"
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
+#include "postproc/report_gprof.h"
 #include "postproc/report_histogram.h"
 #include "postproc/report_leaks.h"
 #include "postproc/report_peak.h"
@@ -46,6 +48,10 @@ constexpr ReportSpec kReports[] = {
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
      kAcceptsTime | kAcceptsTid, {}},
+    {"callgrind", "a callgrind profile of the traced calls (KCachegrind, callgrind_annotate)",
+     report_callgrind, kAcceptsTid | kAcceptsResolve, {}},
+    {"gprof", "a gmon.out of the executable's traced calls, for gprof PROGRAM gmon.out",
+     report_gprof, kAcceptsTid | kAcceptsResolve, {}, 0, "gmon.out"},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

@@ -93,6 +93,9 @@ struct ReportSpec {
   uint32_t accepts = 0;      // ReportAccepts
   std::span<const std::string_view> sort_keys;  // accepted by --sort, the default first
   size_t inputs = 0;         // exactly this many TRACE arguments (0: one or more)
+  // A binary file format: written to this file when -o is not given (never to the
+  // terminal), and main says on stderr where it went.
+  std::string_view default_output = {};
 };
 
 std::span<const ReportSpec> all_reports();
