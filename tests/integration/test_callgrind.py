@@ -17,7 +17,8 @@ callgrind_annotate reads it. Oracles, none of them from functracer-postproc:
   * with --tree=caller, the call counts into each function, summed over its callers,
     equal the program's own counts (it prints them), recursive calls included;
   * the file of each function is the one addr2line gives for the function's address
-    in its module file (the address from nm).
+    in its module file (the address from nm);
+  * two runs of mutual in one profile: totals and call counts add up.
 """
 
 import collections
@@ -175,7 +176,7 @@ def check_program(ck, name, exe, patterns, counted, work):
     outdir = os.path.join(work, name)
     tr = h.trace([exe], patterns=patterns, outdir=outdir)
     if not ck.check(tr.result.status == 0, f"traced {name} failed\n{tr.result.describe()}"):
-        return
+        return None
     ck.check_eq(tr.result.out, untraced.out, f"{name}: traced output")
     calls, self_ns, wall_ns, total = replay(tr.files)
     records = [r for f in tr.files for r in parse_trace(f)]
@@ -185,7 +186,7 @@ def check_program(ck, name, exe, patterns, counted, work):
     profile = os.path.join(work, name + ".callgrind")
     res = h.run_postproc(["callgrind", "-o", profile, outdir])
     if not ck.check(res.status == 0, f"{name}: callgrind report failed\n{res.describe()}"):
-        return
+        return None
 
     flat = annotate(ck, profile)
     ck.check_eq(totals(flat), total, f"{name}: PROGRAM TOTALS vs the raw records' self times")
@@ -214,6 +215,26 @@ def check_program(ck, name, exe, patterns, counted, work):
         ck.check_eq(got and os.path.realpath(got), os.path.realpath(want),
                     f"{name}: file of {fn} (addr2line on {module} {address:#x})")
     ck.note(f"{name}: {sum(calls.values())} calls, {total} ns of self time")
+    return outdir, total, own
+
+
+def check_two_processes(ck, exe, first, work):
+    """Two runs of a program in one profile: their costs and calls add up."""
+    outdir, total, own = first
+    second = os.path.join(work, "mutual-again")
+    tr = h.trace([exe], patterns="is_even,is_odd", outdir=second)
+    if not ck.check(tr.result.status == 0, f"traced mutual failed\n{tr.result.describe()}"):
+        return
+    total += replay(tr.files)[3]
+    profile = os.path.join(work, "two.callgrind")
+    res = h.run_postproc(["callgrind", "-o", profile, outdir, second])
+    if not ck.check(res.status == 0, f"two processes: callgrind failed\n{res.describe()}"):
+        return
+    ck.check_eq(totals(annotate(ck, profile)), total, "two processes: PROGRAM TOTALS")
+    tree = tree_callers(annotate(ck, profile, "--tree=caller"))
+    for fn in ("is_even", "is_odd"):
+        ck.check_eq(sum(tree.get(fn, {}).values()), 2 * int(own[fn]),
+                    f"two processes: calls into {fn}")
 
 
 def main():
@@ -225,8 +246,11 @@ def main():
         sys.exit(h.SKIP_STATUS)
     ck = h.Checker("callgrind")
     with h.TempDir() as work:
+        runs = {}
         for (name, patterns, counted), exe in zip(PROGRAMS, sys.argv[1:]):
-            check_program(ck, name, exe, patterns, counted, work)
+            runs[name] = check_program(ck, name, exe, patterns, counted, work)
+        if runs.get("mutual"):
+            check_two_processes(ck, sys.argv[2], runs["mutual"], work)
     ck.finish()
 
 
