@@ -15,6 +15,7 @@ gmon.out` reads it. Oracles, none of them from functracer-postproc:
     with at least 1% of the self time (replayed from the raw trace records) has time,
     and its "% time" is its share of the raw self time;
   * two runs of the same program given together count every call twice;
+  * without -o the file is ./gmon.out, and stderr says so;
   * traces of two different programs are an error naming both;
   * libchain: the functions of its libraries are left out, and stderr says how many
     (the distinct library functions in the raw records).
@@ -129,7 +130,7 @@ def check_program(ck, name, exe, work, runs=1):
             ck.check(abs(flat[fn][0] - share) <= 0.02,
                      f"{what}: % time of {fn}: gprof {flat[fn][0]}, raw records {share:.3f}")
     ck.note(f"{what}: {total} ns of self time, gprof: {sorted(timed)}")
-    return dirs
+    return dirs, own
 
 
 def main():
@@ -142,10 +143,22 @@ def main():
     rec_pie, rec_nopie, mut_pie, mut_nopie, libchain = sys.argv[1:]
     ck = h.Checker("gprof")
     with h.TempDir() as work:
-        rec_dirs = check_program(ck, "recursion", rec_pie, work)
+        rec_dirs, rec_own = check_program(ck, "recursion", rec_pie, work) or (None, None)
         check_program(ck, "recursion", rec_nopie, work)
         check_program(ck, "mutual", mut_nopie, work)
-        mut_dirs = check_program(ck, "mutual", mut_pie, work, runs=2)
+        mut_dirs = (check_program(ck, "mutual", mut_pie, work, runs=2) or (None, None))[0]
+
+        # Without -o: gmon.out in the current directory, as a -pg program writes it.
+        if rec_dirs:
+            cwd = os.path.join(work, "cwd")
+            os.mkdir(cwd)
+            res = h.run([h.postproc(), "gprof", rec_dirs[0]], cwd=cwd)
+            ck.check(res.status == 0 and os.path.exists(os.path.join(cwd, "gmon.out"))
+                     and "gmon.out" in res.err and not res.out,
+                     f"gprof without -o: expected ./gmon.out, named on stderr\n{res.describe()}")
+            if os.path.exists(os.path.join(cwd, "gmon.out")):
+                graph = parse_graph(gprof(ck, rec_pie, os.path.join(cwd, "gmon.out")))
+                ck.check_eq(sum(graph.get("fib", (0, 0))), rec_own["fib"], "./gmon.out: calls of fib")
 
         # Two programs: an error that names both.
         if rec_dirs and mut_dirs:
