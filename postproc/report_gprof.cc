@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,11 @@ Status report_gprof(const ReportOptions& options, Output& out, Diagnostics& diag
     }
   }
   if (exe == nullptr) return Error::msg("the traces name no executable (no module records)");
+  // The same executable may have been run from several places.
+  std::set<std::string> exe_paths;
+  for (const ExeGraph::Exe& e : graph.exes()) {
+    if (e.found) exe_paths.insert(e.path);
+  }
 
   // The executable's functions, at link-time addresses.
   const auto& functions = graph.functions();
@@ -118,7 +124,7 @@ Status report_gprof(const ReportOptions& options, Output& out, Diagnostics& diag
   for (size_t i = 0; i < functions.size(); ++i) {
     const CallGraph::Function& f = functions[i];
     const ResolvedAddress& r = symbolizer.resolve(f.location, false);
-    if (r.module == nullptr || *r.module != exe->path) {
+    if (r.module == nullptr || exe_paths.count(*r.module) == 0) {
       ++in_libraries;
       continue;
     }
