@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
     options.inputs.push_back(std::move(*files));
   }
 
+  if (cl->output.empty() && !cl->report->default_output.empty()) {
+    cl->output = cl->report->default_output;
+  }
   std::FILE* file = stdout;
   if (!cl->output.empty()) {
     file = std::fopen(cl->output.c_str(), "w");
@@ -67,6 +70,10 @@ int main(int argc, char** argv) {
   }
   if (file != stdout && std::fclose(file) != 0 && status == 0) {
     status = fail(ft::Error::from_errno(errno, "closing " + cl->output).message);
+  }
+  if (status == 0 && !cl->report->default_output.empty()) {
+    std::fprintf(stderr, "functracer-postproc: %s profile written to %s\n",
+                 std::string(cl->report->name).c_str(), cl->output.c_str());
   }
   return status;
 }

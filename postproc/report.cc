@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "postproc/report_allocators.h"
+#include "postproc/report_callgrind.h"
 #include "postproc/report_calls.h"
 #include "postproc/report_chrome.h"
 #include "postproc/report_diff.h"
@@ -12,6 +13,7 @@
 #include "postproc/report_dump.h"
 #include "postproc/report_fds.h"
 #include "postproc/report_flamegraph.h"
+#include "postproc/report_gprof.h"
 #include "postproc/report_histogram.h"
 #include "postproc/report_html.h"
 #include "postproc/report_leaks.h"
@@ -66,6 +68,10 @@ constexpr ReportSpec kReports[] = {
      kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsTop, {}},
     {"dot", "call graph (or allocation backtraces by bytes) for graphviz", report_dot,
      kAcceptsTid | kAcceptsResolve, {}, 0, kDotMetrics},
+    {"callgrind", "a callgrind profile of the traced calls (KCachegrind, callgrind_annotate)",
+     report_callgrind, kAcceptsTid | kAcceptsResolve, {}},
+    {"gprof", "a gmon.out of the executable's traced calls, for gprof PROGRAM gmon.out",
+     report_gprof, kAcceptsTid | kAcceptsResolve, {}, 0, {}, "gmon.out"},
     {"dump", "every record of the traces, as text or JSON lines", report_dump,
      kAcceptsJson | kAcceptsTid, {}},
 };

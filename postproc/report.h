@@ -99,6 +99,9 @@ struct ReportSpec {
   // Accepted by --metric (what a report measures), the default first unless the report
   // documents a default that depends on the traces.
   std::span<const std::string_view> metric_keys = {};
+  // A binary file format: written to this file when -o is not given (never to the
+  // terminal), and main says on stderr where it went.
+  std::string_view default_output = {};
 };
 
 std::span<const ReportSpec> all_reports();

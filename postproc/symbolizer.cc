@@ -352,6 +352,10 @@ void Symbolizer::lookup(ModuleFile& f, uint64_t vaddr, ResolvedAddress& out) {
   GElf_Sym sym;
   const char* symbol =
       dwfl_module_addrinfo(mod, vaddr, &sym_offset, &sym, nullptr, nullptr, nullptr);
+  if (symbol != nullptr) {
+    out.symbol_address = vaddr - sym_offset;
+    out.symbol_size = sym.st_size;
+  }
 
   // The innermost file:line, from the line table.
   std::optional<std::string> file;

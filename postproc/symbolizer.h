@@ -100,6 +100,11 @@ struct SourceFrame {
 struct ResolvedAddress {
   const std::string* module = nullptr;  // path of the module record; null: in no module
   std::vector<SourceFrame> frames;      // innermost first; never empty
+  // The ELF symbol the address lies in, at link-time addresses (symbol_size 0: none,
+  // or a symbol without a size). Profiles that place costs inside a function's body
+  // (gprof's histogram) need its extent.
+  uint64_t symbol_address = 0;
+  uint64_t symbol_size = 0;
 };
 
 // Where the module files of a trace and their debug info are (see above).
