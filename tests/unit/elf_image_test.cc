@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "binutils_oracle.h"
 #include "core/dwarf_params.h"
 #include "core/elf_image.h"
 
@@ -29,6 +30,7 @@ namespace ft {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace ft::test;  // binutils_oracle.h
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -50,38 +52,8 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
-  }
-  return q + "'";
-}
-
-// Runs a shell command and returns its standard output (stderr discarded).
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(("LC_ALL=C " + cmd + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
-
 bool have_tool(const std::string& name) {
-  return !run("command -v " + shell_quote(name)).empty();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
+  return !run_command("command -v " + shell_quote(name)).empty();
 }
 
 std::string plain_name(std::string name) {
@@ -95,7 +67,7 @@ using NameAddr = std::set<std::pair<std::string, uint64_t>>;
 // Defined function symbols with a non-zero address from `readelf -Ws`, versions removed.
 NameAddr readelf_functions(const std::string& path) {
   NameAddr out;
-  for (const std::string& line : lines_of(run("readelf -Ws --wide " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command("readelf -Ws --wide " + shell_quote(path)))) {
     std::istringstream in(line);
     std::vector<std::string> t;
     for (std::string tok; in >> tok;) t.push_back(tok);
@@ -134,7 +106,7 @@ std::map<uint64_t, std::string> objdump_plt(const std::string& tool, const std::
   std::map<uint64_t, std::string> out;
   static const std::regex label(R"(^([0-9a-f]+) <(.+)@plt>:\s*$)");
   std::string sections = tool == "objdump" ? " -j .plt -j .plt.sec -j .plt.got -j .plt.bnd" : "";
-  for (const std::string& line : lines_of(run(tool + " -d" + sections + " " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command(tool + " -d" + sections + " " + shell_quote(path)))) {
     std::smatch m;
     if (std::regex_match(line, m, label)) out.emplace(std::stoull(m[1], nullptr, 16), m[2]);
   }
@@ -179,14 +151,14 @@ void expect_plt_matches(const ElfImage& img, const std::map<uint64_t, std::strin
 
 std::string readelf_build_id(const std::string& path) {
   static const std::regex re(R"(Build ID:\s*([0-9a-f]+))");
-  std::string out = run("readelf -n " + shell_quote(path));
+  std::string out = run_command("readelf -n " + shell_quote(path));
   std::smatch m;
   return std::regex_search(out, m, re) ? m[1].str() : "";
 }
 
 uint64_t readelf_entry(const std::string& path) {
   static const std::regex re(R"(Entry point address:\s*0x([0-9a-f]+))");
-  std::string out = run("readelf -h " + shell_quote(path));
+  std::string out = run_command("readelf -h " + shell_quote(path));
   std::smatch m;
   return std::regex_search(out, m, re) ? std::stoull(m[1], nullptr, 16) : ~uint64_t{0};
 }
@@ -194,21 +166,21 @@ uint64_t readelf_entry(const std::string& path) {
 // Address of the .init section per readelf -S, 0 if none.
 uint64_t readelf_init(const std::string& path) {
   static const std::regex re(R"(\]\s+\.init\s+PROGBITS\s+([0-9a-f]+))");
-  std::string out = run("readelf -SW " + shell_quote(path));
+  std::string out = run_command("readelf -SW " + shell_quote(path));
   std::smatch m;
   return std::regex_search(out, m, re) ? std::stoull(m[1], nullptr, 16) : 0;
 }
 
 std::string readelf_interp(const std::string& path) {
   static const std::regex re(R"(Requesting program interpreter:\s*([^\]]+)\])");
-  std::string out = run("readelf -lW " + shell_quote(path));
+  std::string out = run_command("readelf -lW " + shell_quote(path));
   std::smatch m;
   return std::regex_search(out, m, re) ? m[1].str() : "";
 }
 
 std::vector<uint64_t> readelf_load_vaddrs(const std::string& path) {
   std::vector<uint64_t> out;
-  for (const std::string& line : lines_of(run("readelf -lW " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command("readelf -lW " + shell_quote(path)))) {
     std::istringstream in(line);
     std::string type, offset, vaddr;
     if (in >> type >> offset >> vaddr && type == "LOAD") out.push_back(std::stoull(vaddr, nullptr, 16));
@@ -336,7 +308,7 @@ TEST(ElfImageTest, StaticExecutable) {
   // The PLT of a static executable only has IRELATIVE slots (no PLT0, no symbols); objdump
   // prints no labels for them, so check each stub's `jmp *GOT` against readelf -r.
   std::map<uint64_t, uint64_t> irelative;  // GOT slot -> resolver
-  for (const std::string& line : lines_of(run("readelf -rW " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command("readelf -rW " + shell_quote(path)))) {
     std::istringstream in(line);
     std::string offset, info, type, addend;
     if (in >> offset >> info >> type >> addend && type == "R_X86_64_IRELATIVE")
@@ -346,7 +318,7 @@ TEST(ElfImageTest, StaticExecutable) {
   static const std::regex jmp(R"(^\s*([0-9a-f]+):\s+(f2 )?ff 25 .*#\s*([0-9a-f]+))");
   size_t stubs = 0;
   auto ours = our_plt(*img);
-  for (const std::string& line : lines_of(run("objdump -d -j .plt " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command("objdump -d -j .plt " + shell_quote(path)))) {
     std::smatch m;
     if (!std::regex_search(line, m, jmp)) continue;
     uint64_t at = std::stoull(m[1], nullptr, 16), slot = std::stoull(m[3], nullptr, 16);
@@ -393,7 +365,7 @@ TEST(ElfImageTest, IbtPltSecStubs) {
   // The stubs are the .plt.sec entries, not the lazy .plt ones.
   static const std::regex sec(R"(\.plt\.sec\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+))");
   std::smatch m;
-  std::string sections = run("readelf -SW " + shell_quote(path));
+  std::string sections = run_command("readelf -SW " + shell_quote(path));
   ASSERT_TRUE(std::regex_search(sections, m, sec));
   uint64_t lo = std::stoull(m[1], nullptr, 16), hi = lo + std::stoull(m[2], nullptr, 16);
   const ElfSymbol* puts_plt = img->find("puts@plt");
@@ -422,7 +394,7 @@ TEST(ElfImageTest, CxxMangledNames) {
 
   // nm as a second oracle: every function we list is a text symbol at that address.
   std::set<std::pair<std::string, uint64_t>> nm_text;
-  for (const std::string& line : lines_of(run("nm --defined-only " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command("nm --defined-only " + shell_quote(path)))) {
     std::istringstream in(line);
     std::string addr, type, name;
     if (in >> addr >> type >> name && std::string("TtWwi").find(type) != std::string::npos)
@@ -492,7 +464,7 @@ TEST(ElfImageTest, StrippedSharedLibrary) {
   const ElfSymbol* versioned = img->find("ftlib_versioned");
   ASSERT_NE(versioned, nullptr);
   uint64_t default_addr = 0;
-  for (const std::string& line : lines_of(run("readelf -Ws " + shell_quote(path)))) {
+  for (const std::string& line : split_lines(run_command("readelf -Ws " + shell_quote(path)))) {
     if (line.find("ftlib_versioned@@FTLIB_2") == std::string::npos) continue;
     std::istringstream in(line);
     std::string num, value;
@@ -748,7 +720,7 @@ TEST(ElfImageTest, PltFallbackInRelocationOrder) {
   REQUIRE_FIXTURE(path, "libelf_fixture_lib.so");
   static const std::regex plt(R"(\]\s+\.plt\s+PROGBITS\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+))");
   std::smatch m;
-  std::string sections = run("readelf -SW " + shell_quote(path));
+  std::string sections = run_command("readelf -SW " + shell_quote(path));
   ASSERT_TRUE(std::regex_search(sections, m, plt));
   size_t off = std::stoull(m[1], nullptr, 16), size = std::stoull(m[2], nullptr, 16);
   std::string bytes = read_file(path);
@@ -775,7 +747,7 @@ TEST(ElfImageTest, SeparateDebugFile) {
   if (!have_tool("objcopy")) GTEST_SKIP() << "objcopy not installed";
   TempDir tmp;
   std::string dbg = tmp.file("pie.debug");
-  ASSERT_EQ(run("objcopy --only-keep-debug " + shell_quote(path) + " " + shell_quote(dbg) +
+  ASSERT_EQ(run_command("objcopy --only-keep-debug " + shell_quote(path) + " " + shell_quote(dbg) +
                 " && echo ok"),
             "ok\n");
   auto img = open_ok(dbg);
@@ -955,7 +927,7 @@ TEST(DwarfParamsTest, DebuglinkSearch) {
   const std::string prog = tmp.file("prog");
   fs::create_directories(tmp.file(".debug"));
   const std::string dbg = tmp.file(".debug/prog.debug");
-  ASSERT_EQ(run("objcopy --only-keep-debug " + shell_quote(pie) + " " + shell_quote(dbg) +
+  ASSERT_EQ(run_command("objcopy --only-keep-debug " + shell_quote(pie) + " " + shell_quote(dbg) +
                 " && objcopy --strip-debug --add-gnu-debuglink=" + shell_quote(dbg) + " " +
                 shell_quote(pie) + " " + shell_quote(prog) + " && echo ok"),
             "ok\n");
@@ -975,7 +947,7 @@ TEST(DwarfParamsTest, DebuglinkSearch) {
     expect_params(*dw, *img, "fx_count_chars", {{"text", Kind::String}, {"needle", Kind::Integer}});
   }
   // A debug file of another build (different build-id) is not used.
-  ASSERT_EQ(run("objcopy --only-keep-debug " + shell_quote(nopie) + " " +
+  ASSERT_EQ(run_command("objcopy --only-keep-debug " + shell_quote(nopie) + " " +
                 shell_quote(tmp.file("prog.debug")) + " && echo ok"),
             "ok\n");
   EXPECT_EQ(open_dwarf(*img), nullptr);
