@@ -1,4 +1,7 @@
 // functracer-postproc: reports from functracer trace files. See doc/functracer-postproc.1.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -17,6 +20,60 @@ int fail(const std::string& message) {
   std::fprintf(stderr, "functracer-postproc: %s\n", message.c_str());
   return kExitError;
 }
+
+// Where an -o report goes. A regular file (or a new one) is written under a temporary
+// name in the same directory and renamed into place only once the report succeeded,
+// so a report that fails leaves the previous file as it was and no partial one;
+// anything else (a FIFO, /dev/stdout) is written directly.
+class OutputFile {
+ public:
+  ft::Status open(const std::string& path) {
+    path_ = path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      file_ = std::fopen(path.c_str(), "w");
+      if (!file_) return ft::Error::from_errno(errno, path);
+      return {};
+    }
+    temp_ = path + ".XXXXXX";
+    int fd = ::mkstemp(temp_.data());
+    if (fd < 0) return ft::Error::from_errno(errno, path);
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);  // as fopen would have created it
+    file_ = ::fdopen(fd, "w");
+    if (!file_) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(temp_.c_str());
+      return ft::Error::from_errno(e, path);
+    }
+    return {};
+  }
+
+  std::FILE* file() const { return file_; }
+
+  // Closes the file; `keep`: the report succeeded and the file takes its place.
+  ft::Status close(bool keep) {
+    int closed = std::fclose(file_);
+    int e = errno;
+    file_ = nullptr;
+    if (temp_.empty()) {
+      if (closed != 0) return ft::Error::from_errno(e, "closing " + path_);
+      return {};
+    }
+    if (keep && closed == 0 && ::rename(temp_.c_str(), path_.c_str()) == 0) return {};
+    if (keep) e = closed != 0 ? e : errno;
+    ::unlink(temp_.c_str());
+    if (keep) return ft::Error::from_errno(e, "writing " + path_);
+    return {};
+  }
+
+ private:
+  std::string path_;
+  std::string temp_;
+  std::FILE* file_ = nullptr;
+};
 
 }  // namespace
 
@@ -51,9 +108,10 @@ int main(int argc, char** argv) {
     cl->output = cl->report->default_output;
   }
   std::FILE* file = stdout;
+  OutputFile output_file;
   if (!cl->output.empty()) {
-    file = std::fopen(cl->output.c_str(), "w");
-    if (!file) return fail(ft::Error::from_errno(errno, cl->output).message);
+    if (ft::Status st = output_file.open(cl->output); !st) return fail(st.error().message);
+    file = output_file.file();
   }
   int status = 0;
   {
@@ -68,8 +126,9 @@ int main(int argc, char** argv) {
                     (cl->output.empty() ? std::string() : " to " + cl->output));
     }
   }
-  if (file != stdout && std::fclose(file) != 0 && status == 0) {
-    status = fail(ft::Error::from_errno(errno, "closing " + cl->output).message);
+  if (file != stdout) {
+    ft::Status closed = output_file.close(status == 0);
+    if (!closed && status == 0) status = fail(closed.error().message);
   }
   if (status == 0 && !cl->report->default_output.empty()) {
     std::fprintf(stderr, "functracer-postproc: %s profile written to %s\n",

@@ -1054,6 +1054,23 @@ TEST_F(Binary, OutputFile) {
   EXPECT_EQ(read_file(out), read_file(data("recursion.calls.json")));
 }
 
+// A report that fails leaves the -o file as it was (no partial output, no temporary
+// file next to it); one that succeeds replaces it.
+TEST_F(Binary, FailedReportLeavesOutputFileAlone) {
+  std::string out = tmp_.write("report.out", "the previous report\n");
+  RunResult r = run({"massif", "-o", out, data("leaks-basic.trace"), data("leaks-second.trace")});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(read_file(out), "the previous report\n");
+  r = run({"calls", "--json", "-o", out, data("recursion.trace")});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_file(out), read_file(data("recursion.calls.json")));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp_.path())) {
+    files += e.path().filename().string().rfind("report.out", 0) == 0;
+  }
+  EXPECT_EQ(files, 1u) << "a temporary file was left next to the output";
+}
+
 TEST_F(Binary, TruncatedTraceWarnsAndReports) {
   RunResult r = run({"tree", data("truncated.trace")});
   EXPECT_EQ(r.status, 0);
