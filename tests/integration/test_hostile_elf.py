@@ -216,6 +216,16 @@ const void *functracer_plugin_init(const void *h) { (void)h; return 0; }
             with open(path, "wb") as f:
                 f.write(data[:cut])
             plugins.append((f"a plugin {label}", path))
+        # Section headers intact, the last PT_LOAD running past the end of the file.
+        last_load = max(i for i in range(elf.e_phnum)
+                        if struct.unpack_from("<I", data, elf.e_phoff + i * elf.e_phentsize)[0] == 1)
+        ph = elf.e_phoff + last_load * elf.e_phentsize
+        grown = patched(data, ph + 0x20, "<Q", len(data) + 65536)  # p_filesz
+        grown = patched(grown, ph + 0x28, "<Q", len(data) + 65536)  # p_memsz
+        path = os.path.join(tmp, "long-segment-plugin.so")
+        with open(path, "wb") as f:
+            f.write(grown)
+        plugins.append(("a plugin whose last segment runs past the end of the file", path))
     for label, path in plugins:
         what = f"plugin: {label}"
         print(f"=== {what}")
