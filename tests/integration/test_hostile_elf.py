@@ -12,7 +12,9 @@ kernel: each copy is first run untraced.
  - If the kernel refuses to run it (execve fails), functracer must refuse it too:
    exit 1, exactly one line on stderr, naming the file, the program not run.
  - If the kernel runs it, functracer must run it with the same stdout and exit
-   status as the untraced run (warnings on stderr allowed).
+   status as the untraced run; its own lines on stderr are warnings, and when the
+   section headers or the symbol table cannot be read, one of them says so, naming
+   the file.
 Either way functracer itself never dies of a signal and never prints a sanitizer
 report, an abort or an internal error.
 
@@ -150,10 +152,11 @@ def check_program(ck, ft, tmp, program):
             f.write(damaged)
         os.chmod(path, 0o755)
 
+        unreadable = label.startswith(("truncated just before", "e_shoff", "e_shnum", ".symtab"))
         untraced, exec_error = run_raw([path], cwd=tmp)
         outdir = os.path.join(tmp, f"out-{n}")
         for plugin in ("calltrace", "memtrace"):
-            cmd = [ft, "-q", "-e", plugin, "-o", outdir]
+            cmd = [ft, "-e", plugin, "-o", outdir]
             if plugin == "calltrace":
                 cmd += ["-a", "*"]
             cmd.append(path)
@@ -180,6 +183,16 @@ def check_program(ck, ft, tmp, program):
                         f"{describe(cmd, p)}")
             ck.check_eq(p.stdout, untraced.stdout, f"{w}: stdout differs from the untraced run\n"
                         f"{describe(cmd, p)}")
+            own = set(untraced.stderr.decode(errors="replace").splitlines())
+            extra = [line for line in p.stderr.decode(errors="replace").splitlines()
+                     if line not in own]
+            ck.check(all(line.startswith("functracer:") for line in extra),
+                     f"{w}: stderr lines that are neither the program's nor functracer's\n"
+                     f"{describe(cmd, p)}")
+            if unreadable:
+                # The program runs, but its symbols cannot be read: a warning says so.
+                ck.check(any(name in line and "not traced" in line for line in extra),
+                         f"{w}: no warning that {name} cannot be read\n{describe(cmd, p)}")
 
 
 def compile_so(ck, tmp, name, source):
