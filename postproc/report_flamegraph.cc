@@ -165,21 +165,20 @@ std::string format_flame_value(FlameMetric metric, uint64_t value) {
 Result<FlameMetric> choose_flame_metric(const ReportOptions& options, Diagnostics& diag) {
   bool calls = false, heap = false;
   std::string plugins;
-  std::string headerless;  // traces cut short before their header record
+  std::string unnamed;  // traces without a header naming their plugins (cut short?)
   for (const std::string& path : options.traces) {
     auto reader = TraceReader::open(path, diag);
     if (!reader) return reader.error();
     const TraceRecord* h = reader->header();
-    if (h == nullptr) headerless += (headerless.empty() ? "" : ", ") + path;
     calls = calls || header_lists_plugin(h, "calltrace");
     heap = heap || header_lists_plugin(h, "memtrace");
     const std::string* p = h != nullptr ? h->get_str("plugins") : nullptr;
+    if (p == nullptr) unnamed += (unnamed.empty() ? "" : ", ") + path;
     if (plugins.empty() && p != nullptr) plugins = *p + " (" + path + ")";
   }
-  std::string recorded =
-      !plugins.empty() ? "the traces were recorded with plugins " + plugins
-      : !headerless.empty() ? "no header record names the plugins in " + headerless
-                            : std::string("the traces were recorded with unknown plugins");
+  std::string recorded = !plugins.empty()
+                             ? "the traces were recorded with plugins " + plugins
+                             : "no header record names the plugins in " + unnamed;
   if (options.metric.empty()) {
     if (calls) return FlameMetric::kTime;
     if (heap) return FlameMetric::kAllocated;
