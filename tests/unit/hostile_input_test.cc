@@ -9,6 +9,7 @@
 //    was cut short, unless it ends exactly after the end record's line or later. Only
 //    gprof and flamegraph may refuse a prefix that lacks what they need (a module
 //    record, a header naming the plugins), with one line naming the file;
+//  - no warning is repeated;
 //  - JSON output is one JSON document (dump: one per line);
 //  - oracles that are not our code: for the memtrace traces, the leaked bytes and blocks
 //    of `leaks --json` equal a replay done here of the complete alloc/free lines of the
@@ -209,6 +210,14 @@ void check_run(const ReportRun& r, const std::string& path, size_t cut, size_t c
   }
   bool warned = false;
   for (const std::string& w : r.warnings) warned = warned || is_cut_short_warning(w, path);
+  // Each warning once, however often the report reads the file (diff reads it twice
+  // here: both of its inputs are the prefix).
+  if (what.rfind("diff", 0) != 0) {
+    std::set<std::string> seen;
+    for (const std::string& w : r.warnings) {
+      EXPECT_TRUE(seen.insert(w).second) << what << ": warning repeated: " << w;
+    }
+  }
   if (cut < complete_from) {
     EXPECT_TRUE(warned) << what << ": no warning that the trace was cut short";
   } else {
