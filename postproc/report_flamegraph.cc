@@ -209,7 +209,8 @@ Result<std::vector<FlameGraph>> build_flame_graphs(const ReportOptions& options,
   return heap ? heap_graphs(options, metrics, diag) : call_graphs(options, metrics, diag);
 }
 
-Status report_flamegraph(const ReportOptions& options, Output& out, Diagnostics& diag) {
+Status report_flamegraph(const ReportOptions& options, Output& out, Diagnostics& all_diag) {
+  OnceDiagnostics diag(all_diag);  // the traces are opened twice
   auto metric = choose_flame_metric(options, diag);
   if (!metric) return metric.error();
   if (!is_heap_metric(*metric)) {
