@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "core/elf_image.h"
 #include "core/log.h"
 #include "core/ptrace.h"
 
@@ -224,6 +225,11 @@ Status PluginHost::load(const std::string& spec) {
     if (eq == std::string::npos) options_[prefix + "." + item] = "1";
     else options_[prefix + "." + item.substr(0, eq)] = item.substr(eq + 1);
   }
+  // dlopen maps the segments as the program headers describe them: a file cut short
+  // inside them loads, and the first touch of a page past its end is a SIGBUS in
+  // functracer. ElfImage refuses such a file (and a corrupt one) with a message.
+  if (auto image = ElfImage::open(path); !image)
+    return Error::msg("cannot load plugin " + image.error().message);
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return Error::msg("cannot load plugin " + path + ": " + ::dlerror());
   auto init = reinterpret_cast<ft_plugin_init_fn>(::dlsym(h, FT_PLUGIN_INIT_SYMBOL));

@@ -242,10 +242,15 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   m->map = mm;
   m->is_main = is_main;
   if (!elf) {
-    if (mm.deleted && !elf.error().message.ends_with("not an ELF file"))  // shared memory, data files
+    if (elf.error().message.ends_with("not an ELF file")) {  // shared memory, data files
+      FT_DEBUG("{}", elf.error().message);
+    } else if (mm.deleted) {
       log::warn("{} was removed or replaced on disk since process {} loaded it, and cannot be read ({}): "
                 "its functions are not traced", mm.path, p.pid(), elf.error().message);
-    FT_DEBUG("{}", elf.error().message);
+    } else {
+      // A truncated or corrupt file the kernel still ran: say why nothing in it is traced.
+      log::warn("{}: its functions are not traced", elf.error().message);
+    }
     p.modules.push_back(std::move(m));
     return;
   }

@@ -165,6 +165,7 @@ std::string format_flame_value(FlameMetric metric, uint64_t value) {
 Result<FlameMetric> choose_flame_metric(const ReportOptions& options, Diagnostics& diag) {
   bool calls = false, heap = false;
   std::string plugins;
+  std::string unnamed;  // traces without a header naming their plugins (cut short?)
   for (const std::string& path : options.traces) {
     auto reader = TraceReader::open(path, diag);
     if (!reader) return reader.error();
@@ -172,10 +173,12 @@ Result<FlameMetric> choose_flame_metric(const ReportOptions& options, Diagnostic
     calls = calls || header_lists_plugin(h, "calltrace");
     heap = heap || header_lists_plugin(h, "memtrace");
     const std::string* p = h != nullptr ? h->get_str("plugins") : nullptr;
-    if (plugins.empty() && p != nullptr) plugins = *p;
+    if (p == nullptr) unnamed += (unnamed.empty() ? "" : ", ") + path;
+    if (plugins.empty() && p != nullptr) plugins = *p + " (" + path + ")";
   }
-  std::string recorded = "the traces were recorded with " +
-                         (plugins.empty() ? std::string("unknown plugins") : "plugins " + plugins);
+  std::string recorded = !plugins.empty()
+                             ? "the traces were recorded with plugins " + plugins
+                             : "no header record names the plugins in " + unnamed;
   if (options.metric.empty()) {
     if (calls) return FlameMetric::kTime;
     if (heap) return FlameMetric::kAllocated;
@@ -206,7 +209,8 @@ Result<std::vector<FlameGraph>> build_flame_graphs(const ReportOptions& options,
   return heap ? heap_graphs(options, metrics, diag) : call_graphs(options, metrics, diag);
 }
 
-Status report_flamegraph(const ReportOptions& options, Output& out, Diagnostics& diag) {
+Status report_flamegraph(const ReportOptions& options, Output& out, Diagnostics& all_diag) {
+  OnceDiagnostics diag(all_diag);  // the traces are opened twice
   auto metric = choose_flame_metric(options, diag);
   if (!metric) return metric.error();
   if (!is_heap_metric(*metric)) {

@@ -110,7 +110,11 @@ Status report_gprof(const ReportOptions& options, Output& out, Diagnostics& diag
                         describe(*exe) + " and " + describe(e));
     }
   }
-  if (exe == nullptr) return Error::msg("the traces name no executable (no module records)");
+  if (exe == nullptr) {
+    std::string traces;
+    for (const std::string& path : options.traces) traces += (traces.empty() ? "" : ", ") + path;
+    return Error::msg("no module record names the executable in " + traces);
+  }
   // The same executable may have been run from several places.
   std::set<std::string> exe_paths;
   for (const ExeGraph::Exe& e : graph.exes()) {

@@ -123,7 +123,8 @@ void write_chart(std::string& out, const std::vector<ProcessTimeline>& processes
 
 }  // namespace
 
-Status report_html(const ReportOptions& options, Output& out, Diagnostics& diag) {
+Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_diag) {
+  OnceDiagnostics diag(all_diag);  // the traces are read three times
   // The leaks, as the leaks report finds them.
   LeakOptions leak_options;
   leak_options.replay = heap_replay_options(options);

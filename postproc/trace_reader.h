@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,20 @@ class Diagnostics {
 class StderrDiagnostics : public Diagnostics {
  public:
   void warning(std::string_view message) override;
+};
+
+// Forwards each distinct message once: for reports that read their traces in several
+// passes (html: leaks, heap over time, flame graphs), which would repeat every warning.
+class OnceDiagnostics : public Diagnostics {
+ public:
+  explicit OnceDiagnostics(Diagnostics& inner) : inner_(&inner) {}
+  void warning(std::string_view message) override {
+    if (seen_.emplace(message).second) inner_->warning(message);
+  }
+
+ private:
+  Diagnostics* inner_;
+  std::set<std::string, std::less<>> seen_;
 };
 
 class CollectingDiagnostics : public Diagnostics {
