@@ -16,12 +16,13 @@
 //    prefix; for the calltrace trace, the call counts of `calls --json` equal the number
 //    of complete call lines per function.
 //
-// Run time: the oracle reports run at every byte. All reports (text and JSON) run at
-// the cuts where the reader changes state: every line boundary and the bytes on either
-// side of it, and every byte of the magic line, the header record and the end record.
-// A cut inside any other line is, for the reader, the same case as one byte after its
-// start or one byte before its end: an incomplete last line, ignored. (All reports at
-// every byte of every trace take minutes under ASan; this takes seconds.)
+// Run time (under ASan it matters): the oracle reports run at every byte (memtrace-v2:
+// at the cuts below), without resolving frames (the totals do not depend on them). All reports (text and JSON, with
+// the golden sysroot) run at the cuts where the reader changes state: at every line
+// boundary and one byte before it (the line complete but for its LF), and at every
+// byte of the magic line and of the end record. A cut anywhere else inside a line is,
+// for the reader, the same case: an incomplete last line, ignored. All reports at
+// every byte take minutes under ASan.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -58,10 +59,15 @@ struct ReportRun {
   std::vector<std::string> warnings;
 };
 
-ReportRun run_report(const ReportSpec& spec, bool json, const std::string& trace) {
+// `resolve`: look the modules up in the golden sysroot (else under one that does not
+// exist: frames stay unresolved, which the totals of the oracles do not depend on).
+ReportRun run_report(const ReportSpec& spec, bool json, const std::string& trace,
+                     bool resolve = true) {
   ReportOptions options;
   options.json = json;
-  if (spec.accepts & kAcceptsResolve) options.resolve.sysroot = golden_dir() + "/sysroot";
+  if (spec.accepts & kAcceptsResolve) {
+    options.resolve.sysroot = resolve ? golden_dir() + "/sysroot" : "/nonexistent-sysroot";
+  }
   size_t inputs = spec.inputs == 0 ? 1 : spec.inputs;
   for (size_t i = 0; i < inputs; ++i) {
     options.traces.push_back(trace);
@@ -166,7 +172,7 @@ std::set<size_t> all_report_cuts(const std::string& text) {
   }
   std::set<size_t> cuts;
   for (size_t s : starts) {
-    for (size_t c : {s - 1, s, s + 1}) {
+    for (size_t c : {s - 1, s}) {
       if (c <= text.size()) cuts.insert(c);
     }
   }
@@ -175,7 +181,6 @@ std::set<size_t> all_report_cuts(const std::string& text) {
     for (size_t c = starts[index]; c <= starts[index + 1]; ++c) cuts.insert(c);
   };
   whole_line(0);                  // the magic line
-  whole_line(1);                  // the header
   whole_line(starts.size() - 2);  // the end record (the file ends with a LF)
   return cuts;
 }
@@ -262,8 +267,10 @@ TEST_P(HostileInput, EveryPrefixThroughEveryReport) {
     const std::string at = name + " cut at byte " + std::to_string(cut);
     SCOPED_TRACE(at);
 
-    if (memtrace) {
-      ReportRun r = run_report(report("leaks"), true, path);
+    // memtrace-v2 has the records of memtrace-v1 with other sizes: its oracle runs at
+    // the cuts of the other reports only.
+    if (memtrace && (name != "memtrace-v2.trace" || cuts.contains(cut))) {
+      ReportRun r = run_report(report("leaks"), true, path, false);
       ++oracle_runs;
       check_run(r, path, cut, complete_from, true, "leaks --json");
       if (r.ok) {
