@@ -4,9 +4,14 @@
 #include <libunwind.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 
+#include "core/frame_rules.h"
+#include "core/log.h"
 #include "core/process.h"
 
 // Exported by libunwind but not declared in its public headers: the search of a
@@ -42,6 +47,82 @@ struct Backtracer::Impl {
   uint64_t win_lo = 0, win_hi = 0;
   bool win_at_end = false;  // a short read: the stack mapping ends at win_hi
   std::vector<std::pair<uint64_t, uint64_t>> patches;  // hijacked slot -> real return address
+  // Frame rules by run-time code address (nullopt: that frame needs libunwind), and
+  // each module's call frame information, opened at its first frame.
+  std::unordered_map<uint64_t, std::optional<FrameRule>> rules;
+  struct Cfi {
+    std::shared_ptr<const ElfImage> elf;  // keeps the mapping ModuleCfi reads alive
+    std::unique_ptr<ModuleCfi> cfi;
+  };
+  std::unordered_map<const ElfImage*, Cfi> cfis;
+  bool verify = false;  // FT_UNWIND_VERIFY: walk every stack with libunwind too, and compare
+
+  const FrameRule* rule_for(uint64_t pc) {
+    auto [it, fresh] = rules.try_emplace(pc);
+    if (fresh) {
+      const Module* m = process->module_at(RemoteAddr(pc));
+      if (m && m->elf) {
+        auto [c, opened] = cfis.try_emplace(m->elf.get());
+        if (opened) c->second = {m->elf, ModuleCfi::open(*m->elf)};
+        if (c->second.cfi) it->second = c->second.cfi->rule_at(pc - m->bias);
+      }
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+  // The walk through frame rules alone. False as soon as a frame has no simple rule:
+  // the whole stack is then left to libunwind, so that the result is always the one
+  // libunwind would give.
+  bool walk_rules(const Registers& r, bool skip_first, std::span<uint64_t> out, size_t& n) {
+    uint64_t ip = r.ip(), sp = r.sp(), bp = r.raw.rbp;
+    bool first = true;
+    // One step to the caller: 1 done, 0 the outermost frame, -1 needs libunwind.
+    auto step = [&]() -> int {
+      // Past the first frame, ip is a return address: the call is the instruction before.
+      const FrameRule* rule = rule_for(first ? ip : ip - 1);
+      if (!rule) return -1;
+      uint64_t cfa = (rule->cfa_base == FrameRule::Base::Sp ? sp : bp) + static_cast<uint64_t>(rule->cfa_off);
+      if (rule->ra == FrameRule::Saved::Undefined) return 0;
+      unw_word_t ra = 0, saved_bp = 0;
+      if (!read_word(cfa + static_cast<uint64_t>(rule->ra_off), &ra)) return -1;
+      switch (rule->bp) {
+        case FrameRule::Saved::Same: break;
+        case FrameRule::Saved::AtCfa:
+          if (!read_word(cfa + static_cast<uint64_t>(rule->bp_off), &saved_bp)) return -1;
+          bp = saved_bp;
+          break;
+        case FrameRule::Saved::IsCfa: bp = cfa + static_cast<uint64_t>(rule->bp_off); break;
+        case FrameRule::Saved::Undefined: return -1;
+      }
+      sp = cfa;
+      ip = ra;
+      first = false;
+      return 1;
+    };
+    n = 0;
+    int more = skip_first ? step() : 1;
+    while (more > 0 && n < out.size()) {
+      if (ip == 0) break;
+      out[n++] = ip;
+      more = step();
+    }
+    return more >= 0 || n == out.size();
+  }
+
+  size_t walk_libunwind(bool skip_first, std::span<uint64_t> out) {
+    size_t n = 0;
+    unw_cursor_t cursor;
+    if (unw_init_remote(&cursor, as, this) == 0) {
+      bool more = !skip_first || unw_step(&cursor) > 0;
+      while (more && n < out.size()) {
+        unw_word_t ip = 0;
+        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+        out[n++] = ip;
+        more = unw_step(&cursor) > 0;
+      }
+    }
+    return n;
+  }
 
   void patch(uint8_t* buf, uint64_t lo, uint64_t hi) const {
     for (auto [slot, real] : patches)
@@ -171,6 +252,8 @@ unw_accessors_t g_accessors = {find_proc_info, put_unwind_info, get_dyn_info_lis
 Backtracer::Backtracer() : impl_(std::make_unique<Impl>()) {
   impl_->as = unw_create_addr_space(&g_accessors, 0);
   if (impl_->as) unw_set_caching_policy(impl_->as, UNW_CACHE_GLOBAL);
+  const char* v = std::getenv("FT_UNWIND_VERIFY");
+  impl_->verify = v && *v && std::strcmp(v, "0") != 0;
 }
 
 Backtracer::~Backtracer() {
@@ -179,10 +262,15 @@ Backtracer::~Backtracer() {
   g_totals.frames += stats_.frames;
   g_totals.stack_reads += stats_.stack_reads;
   g_totals.other_reads += stats_.other_reads;
+  g_totals.by_rules += stats_.by_rules;
+  g_totals.verified += stats_.verified;
+  g_totals.mismatches += stats_.mismatches;
 }
 
 void Backtracer::flush() {
   if (impl_->as) unw_flush_cache(impl_->as, 0, 0);
+  impl_->rules.clear();
+  impl_->cfis.clear();
 }
 
 size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool skip_first, std::span<uint64_t> out) {
@@ -206,15 +294,22 @@ size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool sk
   s.grow_window(s.win_lo + kFirstWindow);
 
   size_t n = 0;
-  unw_cursor_t cursor;
-  if (unw_init_remote(&cursor, s.as, &s) == 0) {
-    bool more = !skip_first || unw_step(&cursor) > 0;
-    while (more && n < out.size()) {
-      unw_word_t ip = 0;
-      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-      out[n++] = ip;
-      more = unw_step(&cursor) > 0;
+  if (s.walk_rules(regs, skip_first, out, n)) {
+    ++stats_.by_rules;
+    if (s.verify) {
+      ++stats_.verified;
+      std::vector<uint64_t> check(out.size());
+      size_t m = s.walk_libunwind(skip_first, check);
+      if (m != n || !std::equal(check.begin(), check.begin() + static_cast<ptrdiff_t>(m), out.begin())) {
+        if (++stats_.mismatches <= 10)
+          log::warn("backtrace by frame rules differs from libunwind's at pc {:#x} ({} frames against {})",
+                    regs.ip(), n, m);
+        n = m;
+        std::copy_n(check.begin(), m, out.begin());
+      }
     }
+  } else {
+    n = s.walk_libunwind(skip_first, out);
   }
   stats_.frames += n;
   s.process = nullptr;

@@ -1,10 +1,13 @@
-// Backtracer: call stacks of a stopped traced thread, through libunwind's remote
-// interface (libunwind(3), unw_create_addr_space(3)).
+// Backtracer: call stacks of a stopped traced thread.
 //
-// libunwind walks the stack from the thread's registers using the DWARF CFI of each
-// module (.eh_frame through .eh_frame_hdr's search table) and falls back to the frame
-// pointer chain where there is none. It asks for everything through accessors, which
-// are where the cost is, so they are ours rather than libunwind-ptrace's (_UPT_*),
+// A stack is walked through frame rules (frame_rules.h: the CFA, return address and
+// rbp rules of each code address, read from the module's .eh_frame with libdw and
+// cached per address), or, as soon as one frame has no such simple rule, wholly by
+// libunwind's remote interface (libunwind(3), unw_create_addr_space(3)), so that the
+// result is always libunwind's. FT_UNWIND_VERIFY=1 checks every rule walk against
+// libunwind (doc/internals.md §13a).
+//
+// Both read through accessors that are ours rather than libunwind-ptrace's (_UPT_*),
 // which read one word per PTRACE_PEEKDATA and reopen a module's ELF file whenever the
 // unwinder moves to another module:
 //
@@ -14,7 +17,7 @@
 //    mapped: no system call, and never the int3 bytes functracer planted.
 //  - Unwind info is looked up in the module's .eh_frame_hdr table (found from the
 //    process's module list, no /proc reads), and libunwind caches what it computed
-//    per address space (UNW_CACHE_GLOBAL); the cache is flushed when modules go away.
+//    per address space (UNW_CACHE_GLOBAL); both caches are flushed when modules go away.
 //  - Return addresses functracer replaced with its trampoline are served as the real
 //    ones from the thread's shadow stack, so backtraces are never cut at a traced
 //    frame.
@@ -49,6 +52,8 @@ class Backtracer {
 
   struct Stats {
     uint64_t backtraces = 0, frames = 0, stack_reads = 0, other_reads = 0;
+    uint64_t by_rules = 0;              // walked through frame rules alone, without libunwind
+    uint64_t verified = 0, mismatches = 0;  // FT_UNWIND_VERIFY: compared with libunwind, and differing
   };
   const Stats& stats() const { return stats_; }
   // Of every Backtracer of the session (for --stats).

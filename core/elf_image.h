@@ -78,6 +78,8 @@ class ElfImage {
   // (code, .rodata, unwind tables), read from the file: what the process has there
   // too, except for the breakpoints functracer planted. Empty if not.
   std::span<const uint8_t> read_only_bytes(uint64_t vaddr, uint64_t n) const;
+  // The whole file as mapped (empty if it could not be mapped).
+  std::span<const uint8_t> file_bytes() const { return {file_, static_cast<size_t>(file_size_)}; }
 
  private:
   ElfImage() = default;

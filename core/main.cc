@@ -110,9 +110,13 @@ int main(int argc, char** argv) {
                    secs, ev ? secs * 1e6 / static_cast<double>(ev) : 0.0);
     const auto& bt = ft::Backtracer::totals();
     if (bt.backtraces)
-      ft::log::error("{} backtraces ({:.1f} frames each), {} stack reads, {} other memory reads", bt.backtraces,
-                     static_cast<double>(bt.frames) / static_cast<double>(bt.backtraces), bt.stack_reads,
-                     bt.other_reads);
+      ft::log::error("{} backtraces ({:.1f} frames each, {} through frame rules alone), {} stack reads, "
+                     "{} other memory reads{}",
+                     bt.backtraces, static_cast<double>(bt.frames) / static_cast<double>(bt.backtraces),
+                     bt.by_rules, bt.stack_reads, bt.other_reads,
+                     bt.verified ? fmt::format(", {} checked against libunwind, {} differed", bt.verified,
+                                               bt.mismatches)
+                                 : std::string());
   }
   return *rc;
 }

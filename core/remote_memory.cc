@@ -40,6 +40,9 @@ Result<size_t> RemoteMemory::read(RemoteAddr addr, std::span<uint8_t> buf) const
     }
     if (n == 0) break;
     done += static_cast<size_t>(n);
+    // /proc/PID/mem stops short only where the memory stops being readable: asking
+    // again would fail.
+    if (done < buf.size()) break;
   }
   if (done == 0 && !buf.empty())
     return Error::msg(fmt::format("cannot read memory of process {} at {:#x}", pid_, addr.value()));

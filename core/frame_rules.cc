@@ -1,0 +1,120 @@
+#include "core/frame_rules.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <libelf.h>
+
+#include <cstdlib>
+
+#include "core/elf_image.h"
+
+namespace ft {
+namespace {
+
+// DWARF register numbers of the x86-64 psABI.
+constexpr int kDwarfRbp = 6, kDwarfRsp = 7;
+
+struct FreeFrame {
+  void operator()(Dwarf_Frame* f) const { std::free(f); }
+};
+
+// The CFA rule: a single "register + offset" on rsp or rbp.
+bool cfa_rule(Dwarf_Frame* frame, FrameRule& r) {
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops != 1 || !ops) return false;
+  int reg;
+  int64_t off;
+  if (ops[0].atom == DW_OP_bregx) {
+    reg = static_cast<int>(ops[0].number);
+    off = static_cast<int64_t>(ops[0].number2);
+  } else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+    reg = ops[0].atom - DW_OP_breg0;
+    off = static_cast<int64_t>(ops[0].number);
+  } else {
+    return false;
+  }
+  if (reg == kDwarfRsp) r.cfa_base = FrameRule::Base::Sp;
+  else if (reg == kDwarfRbp) r.cfa_base = FrameRule::Base::Bp;
+  else return false;
+  r.cfa_off = off;
+  return true;
+}
+
+// A register's rule: same value, undefined, or (the location or the value) CFA + k.
+bool register_rule(Dwarf_Frame* frame, int regno, FrameRule::Saved& how, int64_t& off) {
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  if (dwarf_frame_register(frame, regno, mem, &ops, &nops) != 0) return false;
+  off = 0;
+  if (nops == 0) {
+    how = ops ? FrameRule::Saved::Undefined : FrameRule::Saved::Same;
+    return true;
+  }
+  if (ops[0].atom != DW_OP_call_frame_cfa) return false;
+  size_t i = 1;
+  if (i < nops && ops[i].atom == DW_OP_plus_uconst) {
+    off = static_cast<int64_t>(ops[i].number);  // a negative offset arrives wrapped
+    ++i;
+  } else if (i + 1 < nops && ops[i].atom == DW_OP_consts && ops[i + 1].atom == DW_OP_plus) {
+    off = static_cast<int64_t>(ops[i].number);
+    i += 2;
+  }
+  how = FrameRule::Saved::AtCfa;
+  if (i < nops && ops[i].atom == DW_OP_stack_value) {
+    how = FrameRule::Saved::IsCfa;
+    ++i;
+  }
+  return i == nops;
+}
+
+}  // namespace
+
+struct ModuleCfi::Handles {
+  Elf* elf = nullptr;
+  Dwarf_CFI* cfi = nullptr;
+  ~Handles() {
+    if (cfi) dwarf_cfi_end(cfi);
+    if (elf) elf_end(elf);
+  }
+};
+
+std::unique_ptr<ModuleCfi> ModuleCfi::open(const ElfImage& image) {
+  auto bytes = image.file_bytes();
+  if (bytes.empty()) return nullptr;
+  elf_version(EV_CURRENT);
+  auto h = std::make_unique<Handles>();
+  // libelf reads the image in place and does not write to it.
+  h->elf = elf_memory(const_cast<char*>(reinterpret_cast<const char*>(bytes.data())), bytes.size());
+  if (!h->elf) return nullptr;
+  h->cfi = dwarf_getcfi_elf(h->elf);
+  if (!h->cfi) return nullptr;
+  std::unique_ptr<ModuleCfi> m(new ModuleCfi);
+  m->h_ = std::move(h);
+  return m;
+}
+
+ModuleCfi::~ModuleCfi() = default;
+
+std::optional<FrameRule> ModuleCfi::rule_at(uint64_t pc) const {
+  Dwarf_Frame* raw = nullptr;
+  if (dwarf_cfi_addrframe(h_->cfi, pc, &raw) != 0 || !raw) return std::nullopt;
+  std::unique_ptr<Dwarf_Frame, FreeFrame> frame(raw);
+  bool signal = false;
+  int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, &signal);
+  if (ra_reg < 0 || signal) return std::nullopt;
+  FrameRule r;
+  if (!cfa_rule(frame.get(), r)) return std::nullopt;
+  if (!register_rule(frame.get(), ra_reg, r.ra, r.ra_off)) return std::nullopt;
+  if (r.ra == FrameRule::Saved::Same || r.ra == FrameRule::Saved::IsCfa) return std::nullopt;
+  if (!register_rule(frame.get(), kDwarfRbp, r.bp, r.bp_off)) return std::nullopt;
+  // Where the caller's rsp is not simply the CFA, leave the frame to libunwind.
+  FrameRule::Saved sp_how;
+  int64_t sp_off = 0;
+  if (!register_rule(frame.get(), kDwarfRsp, sp_how, sp_off)) return std::nullopt;
+  if (!(sp_how == FrameRule::Saved::Same || (sp_how == FrameRule::Saved::IsCfa && sp_off == 0))) return std::nullopt;
+  return r;
+}
+
+}  // namespace ft

@@ -1,0 +1,51 @@
+// FrameRules: how to go from a frame to its caller's at one code address of a module,
+// read from the module's .eh_frame with libdw (dwarf_getcfi_elf, dwarf_cfi_addrframe)
+// and reduced to the few numbers an x86-64 stack walk needs.
+//
+// Nearly every frame of compiled code is described by "the CFA is rsp or rbp plus a
+// constant, the return address is saved at CFA + k, rbp is unchanged or saved at
+// CFA + k". Such a rule, once known for an address, lets the backtracer step through a
+// frame with two reads from its stack window and no further work. Anything else (a
+// DWARF expression, a signal frame, a CFA on another register, no CFI at all) is not
+// reduced: the caller then lets libunwind walk the whole stack.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace ft {
+
+class ElfImage;
+
+struct FrameRule {
+  enum class Base : uint8_t { Sp, Bp };
+  // How the caller's value of a register is found: unchanged, lost (undefined), stored
+  // in memory at CFA + off, or equal to CFA + off.
+  enum class Saved : uint8_t { Same, Undefined, AtCfa, IsCfa };
+  Base cfa_base = Base::Sp;
+  Saved ra = Saved::AtCfa;  // Undefined: the outermost frame (_start, a thread's start)
+  Saved bp = Saved::Same;
+  int64_t cfa_off = 0, ra_off = 0, bp_off = 0;
+};
+
+class ModuleCfi {
+ public:
+  // The call frame information of elf's .eh_frame; nullptr if it has none or libdw
+  // cannot read it. elf must outlive the result.
+  static std::unique_ptr<ModuleCfi> open(const ElfImage& elf);
+  ~ModuleCfi();
+  ModuleCfi(const ModuleCfi&) = delete;
+  ModuleCfi& operator=(const ModuleCfi&) = delete;
+
+  // The rule at link-time address pc, if it has the simple form above and is not a
+  // signal frame.
+  std::optional<FrameRule> rule_at(uint64_t pc) const;
+
+ private:
+  ModuleCfi() = default;
+  struct Handles;
+  std::unique_ptr<Handles> h_;
+};
+
+}  // namespace ft
