@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Attach-mode overhead: a busy 4-thread program, traced by attaching to it.
+
+The program (bench_curve.c, `busy S 4`) runs 4 threads that call curve_hot for S
+seconds and prints how many calls they made. Each tool attaches to it once it is
+running and stays until it exits:
+
+  untraced     the program alone: its call rate
+  functracer   functracer -q -p PID -e calltrace -a curve_hot -o DIR --stats
+  ltrace       ltrace -p PID -x curve_hot -o FILE
+  bpftrace     a uprobe on curve_hot counting hits (root only; the probe is set
+               before the program starts, since a uprobe is on the file)
+
+For each: the calls it recorded (functracer-postproc calls --json on the trace,
+lines of ltrace's log, bpftrace's count), the time from its start to its exit
+(attaching, tracing, detaching when the program ends), and so the traced calls
+per second and the cost per traced call, against the program's untraced call
+rate. functracer's --stats line gives the stops per event. The program must end
+well (its own check of every result); a tool that breaks it is reported.
+ltrace and bpftrace are optional.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import benchlib  # noqa: E402
+import cost_curve  # noqa: E402
+
+THREADS = 4
+
+
+def start_target(binary, seconds):
+    p = subprocess.Popen([binary, "busy", str(seconds), str(THREADS)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    line = p.stdout.readline().decode()
+    if line.strip() != "ready":
+        p.kill()
+        sys.exit(f"bench_curve busy did not start: {line!r}")
+    return p
+
+
+def finish_target(p):
+    out, err = p.communicate(timeout=600)
+    m = re.search(r"busy calls=(\d+) ok=1", out.decode())
+    if p.returncode != 0 or not m:
+        return None, f"target failed (status {p.returncode}): {out.decode()[-300:]} {err.decode()[-300:]}"
+    return int(m.group(1)), None
+
+
+def attached(binary, seconds, tool_cmd, count, probe=False):
+    """Runs the target, attaches tool_cmd(pid) after a short delay, waits for both.
+    A probe (bpftrace) is started first instead, waited for until it says it is
+    attached, and interrupted once the program has ended.
+    Returns (program calls, tool seconds, calls the tool recorded, tool stderr) or an error."""
+    t0 = time.monotonic()
+    if probe:
+        tool = subprocess.Popen(tool_cmd(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL)
+        first = tool.stdout.readline().decode()
+        if not first.startswith("Attaching"):
+            tool.kill()
+            return None, f"probe did not start: {first!r} {tool.stderr.read().decode()[-300:]}"
+        p = start_target(binary, seconds)
+    else:
+        p = start_target(binary, seconds)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        tool = subprocess.Popen(tool_cmd(p.pid), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL)
+    calls, err = finish_target(p)
+    if err and p.returncode < 0:
+        err = f"the program was killed by signal {-p.returncode} while traced"
+    if probe:
+        tool.send_signal(signal.SIGINT)
+    try:
+        tout, terr = tool.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        tool.kill()
+        return None, "tool did not exit after the target"
+    # A probe is attached while the program runs: its start-up is not the program's.
+    wall = seconds if probe else time.monotonic() - t0
+    if err:
+        return None, err
+    recorded = count(tout.decode(errors="replace"), terr.decode(errors="replace"))
+    if recorded is None or isinstance(recorded, str):
+        return None, recorded or f"tool recorded nothing; stderr: {terr.decode()[-500:]}"
+    return (calls, wall, recorded, terr.decode(errors="replace")), None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    benchlib.add_common_args(ap, None, n=False)
+    ap.add_argument("-s", "--seconds", type=float, default=3.0, help="run time of the program (default 3)")
+    args = ap.parse_args()
+    benchlib.resolve_tools(args)
+    benchlib.require_functracer(args)
+    s = args.seconds
+    with benchlib.scratch_dir(args.keep) as tmp:
+        binary = cost_curve.build(args.cc, tmp)
+        print(f"functracer: {args.functracer}")
+        print(f"program:    {binary} busy {s} {THREADS}  (best of {args.repeats})\n")
+        table = benchlib.Table([("run", 12), ("attached s", 12), ("traced calls", 14),
+                                ("calls/s", 14), ("µs/traced call", 16), ("stops/event", 13)])
+        table.header()
+
+        base_rate = None
+        best = []
+        for _ in range(args.repeats):
+            p = start_target(binary, s)
+            calls, err = finish_target(p)
+            if err:
+                sys.exit(err)
+            best.append(calls / s)
+        base_rate = max(best)
+        table.row("untraced", f"{s:.1f}", "-", f"{base_rate:,.0f}", f"{1e6 / base_rate:.4f}", "-")
+
+        outdir = os.path.join(tmp, "traces")
+
+        def ft_count(out, err):
+            files = glob.glob(os.path.join(outdir, "*.trace"))
+            if not files or not args.postproc:
+                return None
+            r, _ = benchlib.run([args.postproc, "calls", "--json"] + files, 1800)
+            shutil.rmtree(outdir, ignore_errors=True)
+            try:
+                funcs = json.loads(r.stdout.decode())["functions"]
+            except (ValueError, KeyError):
+                return f"functracer-postproc calls --json failed: {r.stderr.decode()[-300:]}"
+            return sum(f["calls"] for f in funcs if f["name"].split("(")[0] == "curve_hot")
+
+        tools = [("functracer", lambda pid: [args.functracer, "-q", "-p", str(pid), "-e", "calltrace", "-a",
+                                             "curve_hot", "-o", outdir, "--stats"], ft_count)]
+        if benchlib.optional_tool("ltrace"):
+            log = os.path.join(tmp, "ltrace.log")
+
+            def lt_count(out, err):
+                with open(log, errors="replace") as f:
+                    n = sum(1 for line in f if "curve_hot(" in line)
+                os.remove(log)
+                return n
+            tools.append(("ltrace", lambda pid: ["ltrace", "-p", str(pid), "-x", "curve_hot", "-o", log],
+                          lt_count))
+        bpftrace = shutil.which("bpftrace")
+        if bpftrace and os.geteuid() == 0:
+            def bpf_count(out, err):
+                m = re.search(r"@c:\s*(\d+)", out)
+                return int(m.group(1)) if m else None
+            tools.append(("bpftrace", lambda pid: [
+                bpftrace, "-e", f'uprobe:"{binary}":curve_hot {{ @c = count(); }}'], bpf_count))
+        else:
+            print("bpftrace: not installed or not root, skipped")
+
+        for name, cmd, count in tools:
+            runs = []
+            for _ in range(args.repeats):
+                r, err = attached(binary, s, cmd, count, probe=name == "bpftrace")
+                if err:
+                    table.error(name, err)
+                    break
+                runs.append(r)
+            if not runs:
+                continue
+            calls, wall, recorded, terr = min(runs, key=lambda r: r[1] / max(r[2], 1))
+            ev = re.search(r"(\d+) events", terr)
+            st = benchlib.stats_stops(terr)
+            spe = f"{st / int(ev.group(1)):.2f}" if ev and st and int(ev.group(1)) else "-"
+            table.row(name, f"{wall:.1f}", recorded, f"{recorded / wall:,.0f}",
+                      f"{wall / recorded * 1e6:.1f}" if recorded else "-", spe)
+
+
+if __name__ == "__main__":
+    main()
