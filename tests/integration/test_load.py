@@ -10,6 +10,8 @@ FT_LOAD_SECONDS (default 60) sets how long the traced program runs.
   * the program, traced, exits 0 with its self-check line, its leak manifest and
     lines of the same shape as an untraced run (whose counts differ: it runs for
     a time, not a number of iterations);
+  * every thread makes progress: none makes ten times fewer iterations than
+    another (functracer serves the stops of all threads in turn);
   * functracer prints nothing but its --stats summary; the summary agrees with
     the trace (no frame unwound, at least as many calls and returns as recorded)
     and the trace holds no `lost` record;
@@ -43,11 +45,12 @@ THREADS = 16
 FUNCTIONS = ("ld_worker", "ld_outer", "ld_mid", "ld_leaf", "ld_keep")
 ALLOCATORS = ("malloc", "calloc", "realloc", "free")
 UNTRACED_SECONDS = 1
+FAIRNESS = 10  # no thread makes 10 times fewer iterations than another
 
 THREAD_LINE = re.compile(r"^thread (\d+) tid=(\d+) iterations=(\d+) " +
                          " ".join(f"{n}=(\\d+)" for n in FUNCTIONS + ALLOCATORS) + "$")
 STATS_LINE = re.compile(r"^functracer: (\d+) events \((\d+) calls, (\d+) returns, (\d+) unwound, "
-                        r"(\d+) other\), (\d+) ptrace stops")
+                        r"(\d+) other\), (\d+) ptrace stops \([0-9.]+ per event\), (\d+) breakpoints, (\d+) refused")
 
 
 class Output:
@@ -184,9 +187,12 @@ def check_stats(ck, stderr, types, logs):
     found = [m for m in stats if m]
     if not ck.check(len(found) == 1, f"want one --stats summary line on stderr, got {lines[:5]}"):
         return
-    events, calls, returns, unwound, other, stops = (int(g) for g in found[0].groups())
+    events, calls, returns, unwound, other, stops, breakpoints, refused = (
+        int(g) for g in found[0].groups())
     print(f"--stats: {events} events ({calls} calls, {returns} returns, {unwound} unwound, "
-          f"{other} other), {stops} stops")
+          f"{other} other), {stops} stops, {breakpoints} breakpoints, {refused} refused")
+    # The engine's one count of what it could not trace: functions refused.
+    ck.check_eq(refused, 0, "--stats: functions refused (not traced)")
     rec_calls = types["call"]
     rec_returns = types["return"]
     rec_unwound = types["unwound"]
@@ -239,6 +245,11 @@ def main():
             (n, sum(t[n] for t in out.threads.values())) for n in FUNCTIONS), "calls line vs thread lines")
         iters = [out.threads[i]["iterations"] for i in sorted(out.threads)]
         print(f"iterations per thread: {iters} (total {sum(iters)})")
+        # Every thread's stops are served in turn (a thread starved of service while
+        # others run on would take thousands of times fewer turns).
+        ck.check(iters and min(iters) * FAIRNESS >= max(iters),
+                 f"threads starved under tracing: iterations per thread {iters}, the fewest less "
+                 f"than 1/{FAIRNESS} of the most")
 
         files = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".trace")]
         if not ck.check(len(files) == 1, f"want one trace file, found {files}"):
