@@ -24,7 +24,8 @@ usage: test_attach.py ATTACH_TARGET_EXECUTABLE
     restarted, not failed); the lines it reads while traced are counted
     exactly, and it goes on reading after the detach; the same once more with
     the program's executable replaced on disk after it started;
-  * errors: an unknown pid, a process already being traced, and (as an
+  * errors: an unknown pid, a process that has exited but is not reaped (a
+    zombie), a process already being traced, and (as an
     unprivileged user) a process of another user are each one clear line and
     exit status 1, and the process is left as it was.
 """
@@ -268,9 +269,33 @@ def children_of(pid):
     return out
 
 
+def state_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("State:"):
+                return line.split()[1]
+    return ""
+
+
 def errors(ck, binary, tmp):
     print("=== attach errors")
     out = os.path.join(tmp, "errors")
+    # A process that has exited and is not reaped yet: the kernel refuses it with
+    # EPERM, which is no permission problem.
+    zombie = h.popen([binary, "read"], stdin=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 30
+        while state_of(zombie.pid) != "Z" and time.monotonic() < end:
+            time.sleep(0.02)
+        if ck.check(state_of(zombie.pid) == "Z", f"zombie: process {zombie.pid} did not exit"):
+            res = h.run([h.functracer(), "-e", "calltrace", "-o", out + "-z", "-p", zombie.pid])
+            ck.check_eq(res.status, 1, f"zombie: exit status\n{res.describe()}")
+            ck.check(str(zombie.pid) in res.err and "has exited" in res.err
+                     and len(res.err.strip().splitlines()) == 1,
+                     f"zombie: want one line saying the process has exited\n{res.describe()}")
+    finally:
+        zombie.communicate()
+    ck.check_eq(zombie.returncode, 0, "zombie: the program's status")
     # A process already traced: by another functracer.
     first = h.popen([h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "-o", out + "-1",
                    binary, "read"], stdin=subprocess.PIPE)
