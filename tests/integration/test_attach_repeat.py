@@ -16,7 +16,9 @@ is written, then SIGINT (even rounds) or SIGTERM (odd rounds) to functracer,
 which must exit 0 within DETACH_TIMEOUT. Each round's trace must be read by
 `functracer-postproc dump --json` and be balanced (frames open at the detach
 closed by `unwound reason="detach"` records), end with a detach record, and
-the program must still run. The out-of-line areas the first attaches map are
+the program must still run; calls of at_work are traced in at least half of
+the rounds (a 50 ms window on a busy machine may see none) and memtrace
+records allocations in its rounds. The out-of-line areas the first attaches map are
 reused by the later ones: their number in /proc/PID/maps does not grow after
 the first round of each kind. After the last round stdin is closed: the program
 prints its "done" line and exits 0, every self-check passed (its read(2) was
@@ -50,8 +52,7 @@ def main():
             before = h.areas(target.pid)
             ck.check_eq(before, 0, "out-of-line areas before the first attach")
             settled = {}  # kind of round -> areas after its first round
-            calls = 0
-            rounds_done = 0
+            calls = allocs = traced_rounds = rounds_done = 0
             for i in range(ROUNDS):
                 sig = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
                 memtrace = i % MEMTRACE_EVERY == MEMTRACE_EVERY - 1
@@ -90,13 +91,18 @@ def main():
                     print(f"{label}: {a.calls['at_work']} calls of at_work on {len(tids)} threads, "
                           f"{detached} frames open at the detach, {n} areas", flush=True)
                     calls += a.calls["at_work"]
-                    ck.check(a.calls["at_work"] + detached > 0, f"{label}: nothing traced")
-                    if memtrace:
-                        allocs = a.types["alloc"]
-                        ck.check(allocs > 0, f"{label}: memtrace recorded no allocation")
+                    # A window of 50 ms on a busy machine may see no call; the
+                    # rounds together must.
+                    traced_rounds += a.calls["at_work"] > 0
+                    allocs += a.types["alloc"] if memtrace else 0
                 rounds_done += 1
             print(f"{rounds_done} rounds in {time.monotonic() - started:.1f}s, {calls} calls of "
-                  f"at_work traced, areas after the first rounds: {settled}")
+                  f"at_work traced in {traced_rounds} of them, {allocs} allocations under memtrace, "
+                  f"areas after the first rounds: {settled}")
+            if rounds_done == ROUNDS:
+                ck.check(traced_rounds >= ROUNDS // 2,
+                         f"calls of at_work traced in only {traced_rounds} of {ROUNDS} rounds")
+                ck.check(allocs > 0, "memtrace recorded no allocation in its rounds")
             try:
                 out, err = target.communicate(input=b"", timeout=60)
             except subprocess.TimeoutExpired:
