@@ -77,12 +77,24 @@ void Tracer::loop() {
         log::error("waitpid: {}", std::strerror(errno));
         break;
       }
+      collect_pending();
     }
     handle_status(tid, status);
   }
   // Processes we could no longer wait for (should not happen): flush what we have.
   for (auto& [pid, p] : processes_)
     if (p->trace) p->trace->flush();
+}
+
+void Tracer::collect_pending() {
+  // waitpid(-1) reports the most recently attached thread first (the kernel scans its
+  // list of tracees from the newest). Handling one stop and waiting again would serve
+  // busy new threads over and over while older ones, stopped all the while, starve
+  // (a thread could wait seconds for each of its stops). Every stop already pending
+  // is taken now, and all of them are handled before the next wait.
+  int status = 0;
+  pid_t tid;
+  while ((tid = ::waitpid(-1, &status, __WALL | WNOHANG)) > 0) deferred_.emplace_back(tid, status);
 }
 
 pid_t Tracer::wait_any(int* status) {

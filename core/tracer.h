@@ -65,6 +65,9 @@ class Tracer {
   Result<pid_t> spawn();
   void loop();
   pid_t wait_any(int* status);
+  // Queues every stop already pending (in deferred_), so that each is handled once
+  // before any thread is served again.
+  void collect_pending();
   void handle_status(pid_t tid, int status);
   void handle_new_task(Thread& parent, int event);
   void handle_exec(Thread& t);

@@ -131,6 +131,15 @@ Status Tracer::seize_threads(Process& p) {
         if (tid != p.pid()) continue;  // gone, or attached already as the child of a seized thread
         int err = s.error().code;
         if (err == EPERM) {
+          // A process that has exited but is not reaped yet cannot be seized either
+          // (the kernel refuses a dead task with EPERM): it is not a permission problem.
+          std::string state = status_field(p.pid(), "State");
+          if (auto at = state.find_first_not_of(" \t"); at != std::string::npos && (state[at] == 'Z' || state[at] == 'X'))
+            return Error::msg(status_number(p.pid(), "Threads") > 1
+                                  ? fmt::format("cannot attach to process {}: its main thread has exited "
+                                                "(a zombie; the kernel does not let it be traced)", p.pid())
+                                  : fmt::format("cannot attach to process {}: it has exited (a zombie its "
+                                                "parent has not reaped)", p.pid()));
           long tracer = status_number(p.pid(), "TracerPid");
           if (tracer > 0)
             return Error::msg(fmt::format("cannot attach to process {}: it is already traced by process {}",

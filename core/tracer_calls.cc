@@ -164,6 +164,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
           }
         }
+      } else {
+        // The call is reported, its return cannot be: say so rather than leave an
+        // open frame nobody explains.
+        log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, ret.error().message);
       }
     }
     if (fn.entry_mask) {

@@ -533,6 +533,83 @@ def find_calls_entry(funcs, name):
 
 
 # --------------------------------------------------------------------------
+# Attach mode (functracer -p): test_attach.py, test_attach_repeat.py.
+
+DETACH_TIMEOUT = 60
+
+
+def popen(cmd, stdin=None):
+    return subprocess.Popen([str(c) for c in cmd], stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=_child_setup)
+
+
+def trace_files(outdir):
+    if not os.path.isdir(outdir):
+        return []
+    return [os.path.join(outdir, f) for f in sorted(os.listdir(outdir)) if f.endswith(".trace")]
+
+
+def wait_attached(outdir, timeout=30):
+    """Waits until functracer wrote the module map: attaching is done."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for f in trace_files(outdir):
+            with open(f, "rb") as fh:
+                if b" module " in fh.read():
+                    return True
+        time.sleep(0.05)
+    return False
+
+
+def detach(ck, label, tracer, sig, cmd):
+    """Sends sig to functracer; True when it exited 0 in time."""
+    sent = time.monotonic()
+    tracer.send_signal(sig)
+    try:
+        _, terr = tracer.communicate(timeout=DETACH_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        _, terr = tracer.communicate()
+        ck.fail(f"{label}: functracer did not detach within {DETACH_TIMEOUT} s of the signal\n"
+                f"command: {fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
+        return False
+    print(f"{label}: functracer exited {tracer.returncode} {time.monotonic() - sent:.2f}s after "
+          f"{signal.Signals(sig).name}; stderr: {terr.decode().strip()[:300]!r}")
+    return ck.check_eq(tracer.returncode, 0, f"{label}: functracer exit status after detach\n"
+                       f"command: {fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
+
+
+def check_trace(ck, label, outdir, pid):
+    files = trace_files(outdir)
+    if not ck.check(len(files) == 1, f"{label}: want one trace file, found {files}"):
+        return None
+    records = dump_records(ck, files)
+    if records is None:
+        return None
+    a = analyze(records)
+    report_problems(ck, a, label)
+    types = [r.get("type") for r in records]
+    ck.check(types and types[-1] == "detach", f"{label}: the trace does not end with a detach "
+             f"record: ...{types[-3:]}")
+    procs = [r for r in records if r.get("type") == "process"]
+    ck.check(procs and procs[0].get("pid") == pid,
+             f"{label}: no process record for pid {pid}: {procs[:1]}")
+    return a
+
+
+def areas(pid):
+    """functracer's out-of-line areas in the process: anonymous r-x 1 MiB mappings."""
+    n = 0
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split()
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if fields[1] == "r-xp" and len(fields) == 5 and end - start == 1 << 20:
+                n += 1
+    return n
+
+
+# --------------------------------------------------------------------------
 # Binary inspection.
 
 

@@ -24,7 +24,8 @@ usage: test_attach.py ATTACH_TARGET_EXECUTABLE
     restarted, not failed); the lines it reads while traced are counted
     exactly, and it goes on reading after the detach; the same once more with
     the program's executable replaced on disk after it started;
-  * errors: an unknown pid, a process already being traced, and (as an
+  * errors: an unknown pid, a process that has exited but is not reaped (a
+    zombie), a process already being traced, and (as an
     unprivileged user) a process of another user are each one clear line and
     exit status 1, and the process is left as it was.
 """
@@ -46,83 +47,9 @@ TRACE_SECONDS = 1.0
 # of libc (IFUNCs included), so functracer is interrupted amid heavy tracing.
 ROUNDS = ((signal.SIGINT, "at_*,malloc,free"), (signal.SIGTERM, "*@libc.so,at_*"),
           (signal.SIGINT, "at_*,malloc,free"))
-DETACH_TIMEOUT = 60
-
-
-def popen(cmd, stdin=None):
-    return subprocess.Popen([str(c) for c in cmd], stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=h._child_setup)
-
-
-def trace_files(outdir):
-    if not os.path.isdir(outdir):
-        return []
-    return [os.path.join(outdir, f) for f in sorted(os.listdir(outdir)) if f.endswith(".trace")]
-
-
-def wait_attached(outdir, timeout=30):
-    """Waits until functracer wrote the module map: attaching is done."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for f in trace_files(outdir):
-            with open(f, "rb") as fh:
-                if b" module " in fh.read():
-                    return True
-        time.sleep(0.05)
-    return False
-
-
-def detach(ck, label, tracer, sig, cmd):
-    """Sends sig to functracer; True when it exited 0 in time."""
-    sent = time.monotonic()
-    tracer.send_signal(sig)
-    try:
-        _, terr = tracer.communicate(timeout=DETACH_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        tracer.kill()
-        _, terr = tracer.communicate()
-        ck.fail(f"{label}: functracer did not detach within {DETACH_TIMEOUT} s of the signal\n"
-                f"command: {h.fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
-        return False
-    print(f"{label}: functracer exited {tracer.returncode} {time.monotonic() - sent:.2f}s after "
-          f"{signal.Signals(sig).name}; stderr: {terr.decode().strip()[:300]!r}")
-    return ck.check_eq(tracer.returncode, 0, f"{label}: functracer exit status after detach\n"
-                       f"command: {h.fmt_cmd(cmd)}\nstderr: {terr.decode()[-2000:]}")
-
-
-def check_trace(ck, label, outdir, pid):
-    files = trace_files(outdir)
-    if not ck.check(len(files) == 1, f"{label}: want one trace file, found {files}"):
-        return None
-    records = h.dump_records(ck, files)
-    if records is None:
-        return None
-    a = h.analyze(records)
-    h.report_problems(ck, a, label)
-    types = [r.get("type") for r in records]
-    ck.check(types and types[-1] == "detach", f"{label}: the trace does not end with a detach "
-             f"record: ...{types[-3:]}")
-    procs = [r for r in records if r.get("type") == "process"]
-    ck.check(procs and procs[0].get("pid") == pid,
-             f"{label}: no process record for pid {pid}: {procs[:1]}")
-    return a
-
-
-def areas(pid):
-    """functracer's out-of-line areas in the process: anonymous r-x 1 MiB mappings."""
-    n = 0
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            fields = line.split()
-            start, end = (int(x, 16) for x in fields[0].split("-"))
-            if fields[1] == "r-xp" and len(fields) == 5 and end - start == 1 << 20:
-                n += 1
-    return n
-
-
 def busy(ck, binary, tmp):
     print("=== busy 4-thread program, attached and detached three times")
-    target = popen([binary, BUSY_ITERATIONS])
+    target = h.popen([binary, BUSY_ITERATIONS])
     try:
         line = target.stdout.readline().decode().strip()
         if not ck.check(line == "ready", f"busy: target did not start: {line!r}"):
@@ -133,8 +60,8 @@ def busy(ck, binary, tmp):
             outdir = os.path.join(tmp, f"busy-{i}")
             cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "-o", outdir,
                    "-p", target.pid]
-            tracer = popen(cmd)
-            attached = wait_attached(outdir)
+            tracer = h.popen(cmd)
+            attached = h.wait_attached(outdir)
             time.sleep(TRACE_SECONDS)
             if not attached or tracer.poll() is not None or target.poll() is not None:
                 if tracer.poll() is None:
@@ -144,18 +71,18 @@ def busy(ck, binary, tmp):
                         f"{tracer.returncode}, target {target.poll()})\ncommand: {h.fmt_cmd(cmd)}\n"
                         f"functracer stderr: {terr.decode()[-2000:]}")
                 return
-            if not detach(ck, label, tracer, sig, cmd):
+            if not h.detach(ck, label, tracer, sig, cmd):
                 return
             time.sleep(0.2)
             if not ck.check(target.poll() is None, f"{label}: target ended at detach "
                             f"(status {target.returncode})"):
                 return
             # A later attach adopts the areas an earlier one left behind.
-            n = areas(target.pid)
+            n = h.areas(target.pid)
             first_areas = first_areas or n
             ck.check(n <= max(first_areas, 2), f"{label}: {n} out-of-line areas in the process after "
                      f"this round, {first_areas} after the first: areas are not reused")
-            a = check_trace(ck, label, outdir, target.pid)
+            a = h.check_trace(ck, label, outdir, target.pid)
             if a is None:
                 continue
             tids = {t.tid for t in a.threads if t.calls["at_work"]}
@@ -188,7 +115,7 @@ def busy(ck, binary, tmp):
 def spawning(ck, binary, tmp):
     print("=== program creating and ending threads all the time, attached three times")
     rounds = 2500
-    target = popen([binary, "spawn", rounds])
+    target = h.popen([binary, "spawn", rounds])
     try:
         line = target.stdout.readline().decode().strip()
         if not ck.check(line == "ready", f"spawn: target did not start: {line!r}"):
@@ -198,18 +125,18 @@ def spawning(ck, binary, tmp):
             outdir = os.path.join(tmp, f"spawn-{i}")
             cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "at_*,malloc,free", "-o", outdir,
                    "-p", target.pid]
-            tracer = popen(cmd)
-            if not ck.check(wait_attached(outdir), f"{label}: functracer did not attach"):
+            tracer = h.popen(cmd)
+            if not ck.check(h.wait_attached(outdir), f"{label}: functracer did not attach"):
                 tracer.kill()
                 tracer.communicate()
                 return
             time.sleep(0.5 + 0.2 * i)
-            if not detach(ck, label, tracer, signal.SIGINT, cmd):
+            if not h.detach(ck, label, tracer, signal.SIGINT, cmd):
                 return
             if not ck.check(target.poll() is None, f"{label}: target ended at detach "
                             f"(status {target.returncode})"):
                 return
-            a = check_trace(ck, label, outdir, target.pid)
+            a = h.check_trace(ck, label, outdir, target.pid)
             if a is not None:
                 tids = {t.tid for t in a.threads if t.calls["at_work"]}
                 print(f"{label}: {a.calls['at_work']} calls of at_work on {len(tids)} threads")
@@ -229,23 +156,23 @@ def following(ck, binary, tmp):
     runs = 60
     script = (f"i=0; while [ $i -lt {runs} ]; do i=$((i+1)); echo line$i | {binary} read > /dev/null "
               f"|| exit 9; sleep 0.03; done; echo done")
-    target = popen(["sh", "-c", script])
+    target = h.popen(["sh", "-c", script])
     outdir = os.path.join(tmp, "follow")
     cmd = [h.functracer(), "-q", "-f", "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", target.pid]
     try:
         time.sleep(0.2)
-        tracer = popen(cmd)
-        if not ck.check(wait_attached(outdir), "follow: functracer did not attach"):
+        tracer = h.popen(cmd)
+        if not ck.check(h.wait_attached(outdir), "follow: functracer did not attach"):
             tracer.kill()
             tracer.communicate()
             return
         time.sleep(1.5)
-        if not detach(ck, "follow", tracer, signal.SIGINT, cmd):
+        if not h.detach(ck, "follow", tracer, signal.SIGINT, cmd):
             return
         out, err = target.communicate(timeout=120)
         ck.check_eq((target.returncode, out.decode()), (0, "done\n"),
                     f"follow: the shell's status and output (stderr {err.decode()!r})")
-        files = trace_files(outdir)
+        files = h.trace_files(outdir)
         whole = 0
         for f in files:
             records = h.dump_records(ck, [f])
@@ -285,7 +212,7 @@ def blocked(ck, binary, tmp, replaced=False):
         copy = os.path.join(tmp, "victim")
         shutil.copy(binary, copy)
         binary = copy
-    target = popen([binary, "read"], stdin=subprocess.PIPE)
+    target = h.popen([binary, "read"], stdin=subprocess.PIPE)
     if replaced:
         shutil.copy("/bin/true", copy + ".new")
         os.replace(copy + ".new", copy)
@@ -297,8 +224,8 @@ def blocked(ck, binary, tmp, replaced=False):
         if not ck.check(line == "ready", f"{name}: target did not start: {line!r}"):
             return
         time.sleep(0.2)  # in read() by now
-        tracer = popen(cmd)
-        if not ck.check(wait_attached(outdir), f"{name}: functracer did not attach"):
+        tracer = h.popen(cmd)
+        if not ck.check(h.wait_attached(outdir), f"{name}: functracer did not attach"):
             return
         time.sleep(0.3)
         lines = [f"line {i}" for i in range(5)] + [f"after {i}" for i in range(3)]
@@ -307,7 +234,7 @@ def blocked(ck, binary, tmp, replaced=False):
             target.stdin.write((s + "\n").encode())
             target.stdin.flush()
             got.append(target.stdout.readline().decode().rstrip("\n"))
-        if not detach(ck, name, tracer, signal.SIGINT, cmd):
+        if not h.detach(ck, name, tracer, signal.SIGINT, cmd):
             return
         rest = "".join(s + "\n" for s in lines[5:]).encode()
         out, err = target.communicate(input=rest, timeout=60)
@@ -315,7 +242,7 @@ def blocked(ck, binary, tmp, replaced=False):
         want = [f"{s} {line_hash(s)}" for s in lines] + [f"done lines={len(lines)}"]
         ck.check_eq(got, want, f"{name}: program output (stderr {err.decode()!r})")
         ck.check_eq(target.returncode, 0, f"{name}: target exit status")
-        a = check_trace(ck, name, outdir, target.pid)
+        a = h.check_trace(ck, name, outdir, target.pid)
         if a is not None:
             ck.check_eq(a.calls["at_line"], 5, f"{name}: at_line calls traced while attached")
     finally:
@@ -342,11 +269,35 @@ def children_of(pid):
     return out
 
 
+def state_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("State:"):
+                return line.split()[1]
+    return ""
+
+
 def errors(ck, binary, tmp):
     print("=== attach errors")
     out = os.path.join(tmp, "errors")
+    # A process that has exited and is not reaped yet: the kernel refuses it with
+    # EPERM, which is no permission problem.
+    zombie = h.popen([binary, "read"], stdin=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 30
+        while state_of(zombie.pid) != "Z" and time.monotonic() < end:
+            time.sleep(0.02)
+        if ck.check(state_of(zombie.pid) == "Z", f"zombie: process {zombie.pid} did not exit"):
+            res = h.run([h.functracer(), "-e", "calltrace", "-o", out + "-z", "-p", zombie.pid])
+            ck.check_eq(res.status, 1, f"zombie: exit status\n{res.describe()}")
+            ck.check(str(zombie.pid) in res.err and "has exited" in res.err
+                     and len(res.err.strip().splitlines()) == 1,
+                     f"zombie: want one line saying the process has exited\n{res.describe()}")
+    finally:
+        zombie.communicate()
+    ck.check_eq(zombie.returncode, 0, "zombie: the program's status")
     # A process already traced: by another functracer.
-    first = popen([h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "-o", out + "-1",
+    first = h.popen([h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "-o", out + "-1",
                    binary, "read"], stdin=subprocess.PIPE)
     try:
         line = first.stdout.readline().decode().strip()
@@ -375,7 +326,7 @@ def errors(ck, binary, tmp):
     if as_nobody and h.run(as_nobody + [h.functracer(), "--version"]).status != 0:
         print("SKIP permission: user nobody cannot run functracer from this build directory")
     elif as_nobody:
-        victim = popen([binary, "read"], stdin=subprocess.PIPE)
+        victim = h.popen([binary, "read"], stdin=subprocess.PIPE)
         try:
             victim.stdout.readline()
             res = h.run(as_nobody + [h.functracer(), "-e", "calltrace", "-p", victim.pid])

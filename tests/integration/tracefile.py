@@ -41,34 +41,43 @@ class Record(dict):
     pass
 
 
+def parse_line(line, where=""):
+    """One record line (without its newline) as a Record. Raises ValueError."""
+    parts = line.split(" ", 4)
+    if len(parts) < 4:
+        raise ValueError(f"{where}: malformed record {line[:200]!r}")
+    rec = Record(seq=int(parts[0]), tid=int(parts[1]), ts=int(parts[2]), type=parts[3])
+    rest = parts[4] if len(parts) > 4 else ""
+    pos = 0
+    while pos < len(rest):
+        eq = rest.index("=", pos)
+        key = rest[pos:eq]
+        m = _VALUE.match(rest, eq + 1)
+        if not m:
+            raise ValueError(f"{where}: bad value of {key}: {line[:200]!r}")
+        rec[key] = _value(m.group(0))
+        pos = m.end()
+        if pos < len(rest):
+            if rest[pos] != " ":
+                raise ValueError(f"{where}: junk after {key}: {line[:200]!r}")
+            pos += 1
+    return rec
+
+
+def iter_trace(path):
+    """The records of a trace file one by one, without holding the file in memory
+    (for traces of long runs). Raises ValueError on a malformed line."""
+    with open(path, "rb") as f:
+        first = f.readline().decode("ascii").rstrip("\n")
+        if first != "functracer-trace 1":
+            raise ValueError(f"{path}: not a trace (first line {first[:60]!r})")
+        for n, raw in enumerate(f, 2):
+            line = raw.decode("ascii").rstrip("\n")
+            if line:
+                yield parse_line(line, f"{path}:{n}")
+
+
 def parse_trace(path):
     """[Record] of a trace file: type, seq, tid, ts and the fields, values decoded
     (hex and hex lists as ints). Raises ValueError on a malformed line."""
-    records = []
-    with open(path, "rb") as f:
-        lines = f.read().decode("ascii").split("\n")
-    if lines[0] != "functracer-trace 1":
-        raise ValueError(f"{path}: not a trace (first line {lines[0][:60]!r})")
-    for n, line in enumerate(lines[1:], 2):
-        if not line:
-            continue
-        parts = line.split(" ", 4)
-        if len(parts) < 4:
-            raise ValueError(f"{path}:{n}: malformed record {line[:200]!r}")
-        rec = Record(seq=int(parts[0]), tid=int(parts[1]), ts=int(parts[2]), type=parts[3])
-        rest = parts[4] if len(parts) > 4 else ""
-        pos = 0
-        while pos < len(rest):
-            eq = rest.index("=", pos)
-            key = rest[pos:eq]
-            m = _VALUE.match(rest, eq + 1)
-            if not m:
-                raise ValueError(f"{path}:{n}: bad value of {key}: {line[:200]!r}")
-            rec[key] = _value(m.group(0))
-            pos = m.end()
-            if pos < len(rest):
-                if rest[pos] != " ":
-                    raise ValueError(f"{path}:{n}: junk after {key}: {line[:200]!r}")
-                pos += 1
-        records.append(rec)
-    return records
+    return list(iter_trace(path))

@@ -12,6 +12,12 @@
  *                         threads that call at_level1 five times and exit, and
  *                         joins them (threads appear and vanish while functracer
  *                         attaches and detaches). "done rounds=N" at the end.
+ *   attach until-eof      Four threads loop as above for as long as stdin stays
+ *                         open, while the main thread blocks in read(2) on it;
+ *                         at end of input they stop and are joined. Prints
+ *                         "ready" once the threads run and "done until-eof
+ *                         threads=4" at the end (exit 0) once every thread made
+ *                         at least one call and every result was right.
  *   attach read           Blocks in read(2) on stdin; every line read is passed
  *                         to at_line, whose result is printed. Prints "ready"
  *                         first and "done lines=N" at end of input.
@@ -29,6 +35,7 @@
 
 static int iterations = 1500;
 static volatile long sink;
+static volatile int stop_looping;
 
 TRACED long at_work(long x) { return x * 5 + 3; }
 
@@ -82,6 +89,37 @@ static void* short_lived(void* arg) {
   return (void*)bad;
 }
 
+static void* loop_until_stopped(void* arg) {
+  long base = (long)arg;
+  long bad = 0, done = 0;
+  for (long i = 0; !stop_looping; ++i) {
+    long x = base + i;
+    if (at_level1(x) != (x + 1) * 5 + 3 + 2) ++bad;
+    ++done;
+  }
+  return (void*)(bad == 0 && done > 0 ? 0L : 1L);
+}
+
+static int until_eof_mode(void) {
+  pthread_t t[THREADS];
+  for (long i = 0; i < THREADS; ++i) CHECK(pthread_create(&t[i], NULL, loop_until_stopped, (void*)(i * 1000000L)) == 0);
+  printf("ready\n");
+  fflush(stdout);
+  char buf[512];
+  ssize_t n;
+  while ((n = read(0, buf, sizeof buf)) != 0) CHECK(n > 0);
+  stop_looping = 1;
+  long bad = 0;
+  for (int i = 0; i < THREADS; ++i) {
+    void* r;
+    CHECK(pthread_join(t[i], &r) == 0);
+    bad += (long)r;
+  }
+  CHECK(bad == 0);
+  printf("done until-eof threads=%d\n", THREADS);
+  return 0;
+}
+
 static int spawn_mode(int rounds) {
   printf("ready\n");
   fflush(stdout);
@@ -128,6 +166,7 @@ static int read_mode(void) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "read") == 0) return read_mode();
+  if (argc > 1 && strcmp(argv[1], "until-eof") == 0) return until_eof_mode();
   if (argc > 1 && strcmp(argv[1], "spawn") == 0) return spawn_mode(argc > 2 ? atoi(argv[2]) : 300);
   if (argc > 1) iterations = atoi(argv[1]);
   pthread_t t[THREADS - 1];
