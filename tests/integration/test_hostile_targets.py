@@ -53,6 +53,8 @@ CASES = [
     Case("fault-longjmp", 0, memtrace=True),
     Case("blocksig", 143),
     Case("ignoresig", 0),
+    # kill(0, sig) reaches functracer too (same process group): not a request to it.
+    Case("groupsig", 0),
     # The exec'ing thread becomes the process: one trace file, with or without -f.
     Case("exec-thread", 0, follow=(False, True), memtrace=True),
     Case("vfork-calls", 0, follow=(False, True), child_exits={"top/v1": 21, "top/v2": 22},

@@ -21,6 +21,10 @@
  *                            sigtimedwait; unblocking delivers SIGTERM (143)
  *   ignoresig                SIGINT, SIGTERM and SIGUSR1 ignored and sent to itself
  *                            (raise, kill, a thread's tgkill) from traced frames (0)
+ *   groupsig                 handles SIGUSR1, SIGUSR2, SIGTERM, SIGALRM and SIGRTMIN and
+ *                            sends each to its whole process group (kill(0, sig)) from
+ *                            a traced function; each handler must run exactly once,
+ *                            the signals' meaning for functracer notwithstanding (0)
  *   exec-thread              a thread execs the program again while the main thread and
  *                            two others are inside traced functions; the new image
  *                            (exec-thread-after) carries on (0)
@@ -412,6 +416,45 @@ static int do_ignoresig(void) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- groupsig */
+
+static unsigned long c_group_send, c_on_group;
+static volatile sig_atomic_t group_got[NSIG];
+
+TRACED void hx_on_group(int sig) {
+  BUMP(c_on_group);
+  group_got[sig]++;
+}
+
+TRACED int hx_group_send(int sig) {
+  BUMP(c_group_send);
+  return kill(0, sig);
+}
+
+static int do_groupsig(void) {
+  int sigs[5] = {SIGUSR1, SIGUSR2, SIGTERM, SIGALRM, SIGRTMIN};
+  for (int i = 0; i < 5; ++i) CHECK(signal(sigs[i], hx_on_group) != SIG_ERR);
+  long s = 0;
+  for (int i = 0; i < 5; ++i) {
+    CHECK(hx_group_send(sigs[i]) == 0);
+    for (int j = 0; j < 4; ++j) s += hx_work(j);
+  }
+  /* Room for a second copy of any of them to arrive. */
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  for (int i = 0; i < 5; ++i) {
+    if (group_got[sigs[i]] != 1) {
+      fprintf(stderr, "signal %d handled %d times\n", sigs[i], (int)group_got[sigs[i]]);
+      return 1;
+    }
+  }
+  CHECK(s == 5 * 10);
+  printf("each group signal handled once\n");
+  printf("calls hx_group_send=%lu hx_on_group=%lu hx_work=%lu\n", c_group_send, c_on_group, c_work);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- exec-thread */
 
 static unsigned long c_spin, c_exec_wait, c_exec_from;
@@ -604,6 +647,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "fault-longjmp") == 0) return do_fault_longjmp();
   if (strcmp(mode, "blocksig") == 0) return do_blocksig();
   if (strcmp(mode, "ignoresig") == 0) return do_ignoresig();
+  if (strcmp(mode, "groupsig") == 0) return do_groupsig();
   if (strcmp(mode, "exec-thread") == 0) return do_exec_thread();
   if (strcmp(mode, "exec-thread-after") == 0) return do_exec_thread_after();
   if (strcmp(mode, "vfork-calls") == 0) return do_vfork_calls();
