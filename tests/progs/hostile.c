@@ -28,6 +28,8 @@
  *   exec-thread              a thread execs the program again while the main thread and
  *                            two others are inside traced functions; the new image
  *                            (exec-thread-after) carries on (0)
+ *   exec-thread-noleader     the same, but the main thread has left with pthread_exit
+ *                            (from a traced function) before the exec (0)
  *   vfork-calls              two vfork children call traced functions on the parent's
  *                            memory; one _exits, the other execs (vfork-exec-child) (0)
  *   clone-nostack            clone(2) without a new stack (fork-like, once with SIGCHLD
@@ -490,12 +492,15 @@ static void* exec_thread(void* arg) {
   return NULL;
 }
 
-TRACED void hx_exec_wait(pthread_t th) {
+TRACED void hx_exec_wait(pthread_t th, int leader_exits) {
   BUMP(c_exec_wait);
-  pthread_join(th, NULL); /* never returns: the exec ends this image */
+  /* Neither returns: the exec ends this image. pthread_exit unwinds this frame and
+   * leaves the thread group leader a zombie until the exec takes its place. */
+  if (leader_exits) pthread_exit(NULL);
+  pthread_join(th, NULL);
 }
 
-static int do_exec_thread(void) {
+static int do_exec_thread(int leader_exits) {
   void* block = malloc(4093);
   CHECK(block != NULL);
   pthread_t a, b, e;
@@ -504,7 +509,7 @@ static int do_exec_thread(void) {
   printf("exec from a thread\n");
   fflush(stdout);
   CHECK(pthread_create(&e, NULL, exec_thread, NULL) == 0);
-  hx_exec_wait(e);
+  hx_exec_wait(e, leader_exits);
   return 1;
 }
 
@@ -648,7 +653,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "blocksig") == 0) return do_blocksig();
   if (strcmp(mode, "ignoresig") == 0) return do_ignoresig();
   if (strcmp(mode, "groupsig") == 0) return do_groupsig();
-  if (strcmp(mode, "exec-thread") == 0) return do_exec_thread();
+  if (strcmp(mode, "exec-thread") == 0) return do_exec_thread(0);
+  if (strcmp(mode, "exec-thread-noleader") == 0) return do_exec_thread(1);
   if (strcmp(mode, "exec-thread-after") == 0) return do_exec_thread_after();
   if (strcmp(mode, "vfork-calls") == 0) return do_vfork_calls();
   if (strcmp(mode, "vfork-exec-child") == 0) return do_vfork_exec_child();
