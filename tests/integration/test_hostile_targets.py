@@ -54,6 +54,7 @@ CASES = [
     Case("stackoverflow", 139, countfile=True, verbose_report=True),
     Case("stackoverflow-handled", 3, countfile=True),
     Case("fault-longjmp", 0, memtrace=True),
+    Case("fault-longjmp-altstack", 0),
     Case("blocksig", 143),
     Case("ignoresig", 0),
     # kill(0, sig) reaches functracer too (same process group): not a request to it.

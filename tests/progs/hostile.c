@@ -16,6 +16,7 @@
  *      pointer that nothing else can fault first).
  *   fault-longjmp            SIGSEGV and SIGFPE in traced frames, a traced handler
  *                            siglongjmps out of them; the program carries on (0)
+ *   fault-longjmp-altstack   the same with the handler on an alternate signal stack (0)
  *   blocksig                 every signal blocked, SIGUSR1 and SIGTERM raised and left
  *                            pending; a thread born with that mask; SIGUSR1 taken with
  *                            sigtimedwait; unblocking delivers SIGTERM (143)
@@ -226,6 +227,7 @@ static volatile int divisor;
 static long* volatile null_ptr;
 static void* blocks[FAULT_ROUNDS];
 static int fault_bad;
+static int fault_on_alt;
 
 TRACED void hx_on_fault(int sig, siginfo_t* si, void* uc) {
   (void)uc;
@@ -233,6 +235,10 @@ TRACED void hx_on_fault(int sig, siginfo_t* si, void* uc) {
   if (sig == SIGSEGV && (si->si_code != SEGV_MAPERR || (uintptr_t)si->si_addr != 0x10))
     fault_bad = 1;
   if (sig == SIGFPE && si->si_code != FPE_INTDIV) fault_bad = 1;
+  char here;
+  int on_alt = (uintptr_t)&here >= (uintptr_t)altstack &&
+               (uintptr_t)&here < (uintptr_t)altstack + sizeof altstack;
+  if (on_alt != fault_on_alt) fault_bad = 1;
   siglongjmp(fault_env, sig);
 }
 
@@ -255,11 +261,20 @@ TRACED long hx_after(long x) {
   return x * 3;
 }
 
-static int do_fault_longjmp(void) {
+static int do_fault_longjmp(int on_alt) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = hx_on_fault;
   sa.sa_flags = SA_SIGINFO;
+  fault_on_alt = on_alt;
+  if (on_alt) {
+    stack_t ss;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    CHECK(sigaltstack(&ss, NULL) == 0);
+    sa.sa_flags |= SA_ONSTACK;
+  }
   sigemptyset(&sa.sa_mask);
   CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
   CHECK(sigaction(SIGFPE, &sa, NULL) == 0);
@@ -461,6 +476,7 @@ static int do_groupsig(void) {
 
 static unsigned long c_spin, c_exec_wait, c_exec_from;
 static volatile int spinning;
+static volatile int main_waiting;
 
 TRACED long hx_spin(long x) {
   BUMP(c_spin);
@@ -479,7 +495,9 @@ static void* spin_thread(void* arg) {
 
 TRACED void hx_exec_from_thread(void) {
   BUMP(c_exec_from);
-  while (__atomic_load_n(&spinning, __ATOMIC_SEQ_CST) < 2) sched_yield();
+  while (__atomic_load_n(&spinning, __ATOMIC_SEQ_CST) < 2 ||
+         !__atomic_load_n(&main_waiting, __ATOMIC_SEQ_CST))
+    sched_yield();
   fflush(stdout);
   char* argv[] = {self_exe, "exec-thread-after", NULL};
   execv(self_exe, argv);
@@ -494,6 +512,7 @@ static void* exec_thread(void* arg) {
 
 TRACED void hx_exec_wait(pthread_t th, int leader_exits) {
   BUMP(c_exec_wait);
+  __atomic_store_n(&main_waiting, 1, __ATOMIC_SEQ_CST);
   /* Neither returns: the exec ends this image. pthread_exit unwinds this frame and
    * leaves the thread group leader a zombie until the exec takes its place. */
   if (leader_exits) pthread_exit(NULL);
@@ -649,7 +668,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "abort-threads") == 0) return do_abort_threads();
   if (strcmp(mode, "stackoverflow") == 0 && argc == 3) return do_stackoverflow(argv[2], 0);
   if (strcmp(mode, "stackoverflow-handled") == 0 && argc == 3) return do_stackoverflow(argv[2], 1);
-  if (strcmp(mode, "fault-longjmp") == 0) return do_fault_longjmp();
+  if (strcmp(mode, "fault-longjmp") == 0) return do_fault_longjmp(0);
+  if (strcmp(mode, "fault-longjmp-altstack") == 0) return do_fault_longjmp(1);
   if (strcmp(mode, "blocksig") == 0) return do_blocksig();
   if (strcmp(mode, "ignoresig") == 0) return do_ignoresig();
   if (strcmp(mode, "groupsig") == 0) return do_groupsig();
