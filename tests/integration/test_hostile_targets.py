@@ -25,12 +25,14 @@ they fault at are in a file the program rewrites at every level.
 import os
 import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
 
-TRACED_LIMIT = 60  # seconds for one traced run; every case takes well under one
-UNTRACED_LIMIT = 30
+TRACED_LIMIT = 30  # seconds for one traced run; every case takes well under one
+UNTRACED_LIMIT = 10
+DEADLINE = 180  # for the whole test, under meson's timeout: a hang ends it with a message
 
 
 class Case:
@@ -53,6 +55,7 @@ CASES = [
     Case("abort-threads", 134, memtrace=True),
     Case("stackoverflow", 139, countfile=True, verbose_report=True),
     Case("stackoverflow-handled", 3, countfile=True),
+    Case("stackoverflow-thread", 139, countfile=True),
     Case("fault-longjmp", 0, memtrace=True),
     Case("fault-longjmp-altstack", 0),
     Case("blocksig", 143),
@@ -268,11 +271,16 @@ def main():
         sys.stderr.write(__doc__)
         return 2
     ck = h.Checker("hostile-targets")
+    start = time.monotonic()
     with h.TempDir() as tmp:
         for arg in sys.argv[1:]:
             variant, _, binary = arg.partition("=")
             for case in CASES:
                 for follow in case.follow:
+                    if time.monotonic() - start > DEADLINE:
+                        ck.fail(f"out of time after {DEADLINE}s: {case.mode}-{variant} and the "
+                                f"cases after it not run")
+                        ck.finish()
                     run_case(ck, variant, os.path.abspath(binary), case, follow, tmp)
     ck.finish()
 

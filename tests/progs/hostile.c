@@ -10,6 +10,9 @@
  *   stackoverflow-handled FILE
  *                            the same with a SIGSEGV handler on an alternate signal
  *                            stack that checks the fault and _exits (3)
+ *   stackoverflow-thread FILE
+ *                            the same in a thread with a small stack while the main
+ *                            thread waits in a traced function (139)
  *      The depth reached depends on where the stack starts, so the counts go to FILE,
  *      rewritten at every level: "calls hx_recurse=N ..." and "probe=ADDR", the one
  *      address the overflow faults at (each level reads far enough below its stack
@@ -147,12 +150,13 @@ static void put_dec(char* p, int width, unsigned long v) {
   }
 }
 
-/* "calls hx_recurse=NNNNNNNNNN hx_on_overflow=N\nprobe=0xHHHHHHHHHHHHHHHH\n" */
+/* "calls hx_recurse=NNNNNNNNNN hx_on_overflow=N hx_join=N\nprobe=0xHHHHHHHHHHHHHHHH\n" */
 #define CM_RECURSE 17
 #define CM_ON 43
-#define CM_PROBE 53
+#define CM_JOIN 53
+#define CM_PROBE 63
 static const char count_template[] =
-    "calls hx_recurse=0000000000 hx_on_overflow=0\nprobe=0x0000000000000000\n";
+    "calls hx_recurse=0000000000 hx_on_overflow=0 hx_join=0\nprobe=0x0000000000000000\n";
 
 TRACED long hx_recurse(long depth) {
   volatile char frame[FRAME_BYTES];
@@ -186,7 +190,21 @@ TRACED void hx_on_overflow(int sig, siginfo_t* si, void* uc) {
   _exit(4);
 }
 
-static int do_stackoverflow(const char* file, int handled) {
+static unsigned long c_join;
+
+TRACED void hx_join(pthread_t th) {
+  BUMP(c_join);
+  count_map[CM_JOIN] = (char)('0' + c_join);
+  pthread_join(th, NULL); /* never returns: the thread's overflow kills the process */
+}
+
+static void* overflow_thread(void* arg) {
+  (void)arg;
+  sink = hx_recurse(0);
+  return NULL;
+}
+
+static int do_stackoverflow(const char* file, int handled, int in_thread) {
   int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
   CHECK(fd >= 0);
   CHECK(ftruncate(fd, 4096) == 0);
@@ -211,8 +229,19 @@ static int do_stackoverflow(const char* file, int handled) {
     sigemptyset(&sa.sa_mask);
     CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
   }
-  printf("recursing until the stack runs out%s\n", handled ? " (handled)" : "");
+  printf("recursing until the stack runs out%s%s\n", handled ? " (handled)" : "",
+         in_thread ? " (in a thread)" : "");
   fflush(stdout);
+  if (in_thread) {
+    /* A 256 KiB thread stack with glibc's guard page under it. */
+    pthread_attr_t attr;
+    CHECK(pthread_attr_init(&attr) == 0);
+    CHECK(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, &attr, overflow_thread, NULL) == 0);
+    hx_join(th);
+    return 1;
+  }
   sink = hx_recurse(0);
   return 1;
 }
@@ -666,8 +695,11 @@ int main(int argc, char** argv) {
   self_exe[n] = '\0';
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "abort-threads") == 0) return do_abort_threads();
-  if (strcmp(mode, "stackoverflow") == 0 && argc == 3) return do_stackoverflow(argv[2], 0);
-  if (strcmp(mode, "stackoverflow-handled") == 0 && argc == 3) return do_stackoverflow(argv[2], 1);
+  if (strcmp(mode, "stackoverflow") == 0 && argc == 3) return do_stackoverflow(argv[2], 0, 0);
+  if (strcmp(mode, "stackoverflow-handled") == 0 && argc == 3)
+    return do_stackoverflow(argv[2], 1, 0);
+  if (strcmp(mode, "stackoverflow-thread") == 0 && argc == 3)
+    return do_stackoverflow(argv[2], 0, 1);
   if (strcmp(mode, "fault-longjmp") == 0) return do_fault_longjmp(0);
   if (strcmp(mode, "fault-longjmp-altstack") == 0) return do_fault_longjmp(1);
   if (strcmp(mode, "blocksig") == 0) return do_blocksig();
