@@ -22,11 +22,14 @@ bool from_tracee(const siginfo_t* si) {
 }
 
 void on_stop_signal(int sig, siginfo_t* si, void*) {
-  if (from_tracee(si)) return;
-  ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+  int saved_errno = errno;  // is_tracee and kill may change it under interrupted code
+  if (!from_tracee(si)) ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+  errno = saved_errno;
 }
 void on_toggle_signal(int, siginfo_t* si, void*) {
+  int saved_errno = errno;
   if (!from_tracee(si)) ft::Tracer::request_toggle();
+  errno = saved_errno;
 }
 
 // Signals functracer has no use for whose default action would end it (and with
