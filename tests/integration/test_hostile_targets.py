@@ -252,8 +252,9 @@ def run_case(ck, variant, binary, case, follow, tmp):
 
     if case.memtrace and not follow:
         mdir = outdir + "-memtrace"
+        # no -e: memtrace is the default plugin
         tr3 = h.trace([binary] + mode_args(case, tmp, tag + "-memtrace"), None, mdir,
-                      plugin="memtrace", timeout=TRACED_LIMIT)
+                      plugin=None, timeout=TRACED_LIMIT)
         r3 = tr3.result
         print(f"memtrace: traced in {r3.seconds:.2f}s", flush=True)
         if not ck.check(not r3.timed_out and r3.status == untraced.status and
