@@ -12,7 +12,8 @@ For every case (and, where the case makes children, with and without -f):
   * `dump --json`: every call closed once, depths consistent; call records per
     function and unwound records per reason equal the program's counts; the
     launched process's fate (exit status, or the killing signal and, for the stack
-    overflow, the faulting address the program probed); with -f one trace file
+    overflow, the faulting address the program probed); signal records = the
+    signals the program says were delivered to it; with -f one trace file
     per process holding that process's own counts, with its parent's pid, its exit
     status and, for a child that exec'd, its exec record;
   * `calls --json` agrees with the counts;
@@ -130,6 +131,21 @@ def check_fate(ck, label, records, pid, status, fault_addr=None):
                     f"{label}: killed record fault address (the program's probe)")
 
 
+def check_signals(ck, label, records, pid, text):
+    """signal records of the launched process = the program's "signals" line, if any."""
+    m = re.search(r"^signals((?: \d+=\d+)+)$", text, re.M)
+    if not m:
+        return
+    want = {int(k): int(v) for k, v in (w.split("=") for w in m.group(1).split())}
+    got = {}
+    for r in records:
+        if r.get("type") == "signal" and r.get("pid") == pid:
+            sig = h._as_int(r.get("signal"))
+            got[sig] = got.get(sig, 0) + 1
+    if ck.check_eq(got, want, f"{label}: signal records by number"):
+        print(f"signal records agree: {want}")
+
+
 def check_per_process(ck, label, case, files, exp, names):
     """-f: one trace file per process, each with exactly one proc_calls line's counts."""
     want = exp.proc_calls
@@ -229,6 +245,7 @@ def run_case(ck, variant, binary, case, follow, tmp):
     ok = check_counts(ck, label, a, want, exp.unwound, names)
     pid = h.main_pid(records)
     check_fate(ck, label, records, pid, case.status, fault)
+    check_signals(ck, label, records, pid, untraced.out)
     funcs = h.calls_report(ck, tr.files)
     if funcs is not None:
         wrong = [f"{n}: program {want.get(n, 0)}, calls --json {h.find_calls_entry(funcs, n)}"

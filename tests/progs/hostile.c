@@ -2,6 +2,9 @@
  * functions (hx_*) and states what it did (tracee.h): "calls", "unwound",
  * "follow calls" and "proc_calls" lines, and
  *   heap size=S allocs=N frees=M    N malloc(S) calls, M of those blocks freed
+ *   signals SIG=N ...               the signals delivered to the launched process, by
+ *                                   number (ignored ones too: a traced process has
+ *                                   them delivered, then discarded)
  *
  *   abort-threads            abort() from nested traced frames while another thread
  *                            is blocked inside a traced function (SIGABRT, 134)
@@ -121,6 +124,7 @@ static int do_abort_threads(void) {
   printf("calls hx_park=1 hx_level1=1 hx_abort_now=1\n");
   printf("unwound exit hx_park=1 hx_level1=1 hx_abort_now=1\n");
   printf("heap size=4093 allocs=1 frees=0\n");
+  printf("signals %d=1\n", SIGABRT);
   fflush(stdout);
   hx_level1(7);
   return 1;
@@ -231,6 +235,7 @@ static int do_stackoverflow(const char* file, int handled, int in_thread) {
   }
   printf("recursing until the stack runs out%s%s\n", handled ? " (handled)" : "",
          in_thread ? " (in a thread)" : "");
+  printf("signals %d=1\n", SIGSEGV);
   fflush(stdout);
   if (in_thread) {
     /* A 256 KiB thread stack with glibc's guard page under it. */
@@ -330,6 +335,7 @@ static int do_fault_longjmp(int on_alt) {
   printf("unwound longjmp hx_fault_outer=%lu hx_fault_inner=%lu hx_on_fault=%lu\n",
          c_fault_outer, c_fault_inner, c_on_fault);
   printf("heap size=4093 allocs=%d frees=%d\n", FAULT_ROUNDS, FAULT_ROUNDS);
+  printf("signals %d=%d %d=%d\n", SIGSEGV, segv, SIGFPE, fpe);
   return 0;
 }
 
@@ -404,6 +410,7 @@ static int do_blocksig(void) {
   printf("all blocked: work %ld, thread %ld, SIGUSR1 taken, SIGTERM pending\n", s, ts);
   printf("calls hx_work=%lu hx_thread_work=%lu hx_unblock=1\n", c_work, c_thread_work);
   printf("unwound exit hx_unblock=1\n");
+  printf("signals %d=1\n", SIGTERM); /* SIGUSR1 was taken without a delivery */
   fflush(stdout);
   hx_unblock();
   return 1;
@@ -459,6 +466,7 @@ static int do_ignoresig(void) {
   }
   printf("ignored signals sent %lu times, work %ld\n", c_send, s);
   printf("calls hx_send=%lu hx_work=%lu hx_ign_thread=%lu\n", c_send, c_work, c_ign_thread);
+  printf("signals %d=11 %d=11 %d=11\n", SIGINT, SIGTERM, SIGUSR1);
   return 0;
 }
 
@@ -498,6 +506,9 @@ static int do_groupsig(void) {
   CHECK(s == 5 * 10);
   printf("each group signal handled once\n");
   printf("calls hx_group_send=%lu hx_on_group=%lu hx_work=%lu\n", c_group_send, c_on_group, c_work);
+  printf("signals");
+  for (int i = 0; i < 5; ++i) printf(" %d=1", sigs[i]);
+  printf("\n");
   return 0;
 }
 
