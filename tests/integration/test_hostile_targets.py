@@ -38,7 +38,7 @@ DEADLINE = 180  # for the whole test, under meson's timeout: a hang ends it with
 
 class Case:
     def __init__(self, mode, status, follow=(False,), memtrace=False, countfile=False,
-                 killed=None, child_exits=None, execs=None, verbose_report=False):
+                 child_exits=None, execs=None, verbose_report=False):
         self.mode = mode
         self.status = status  # exit status, or 128+N for death by signal N
         self.follow = follow  # runs without and/or with -f
