@@ -14,12 +14,36 @@ std::vector<ShadowFrame> CallStack::drop_below(uint64_t slot, bool include_equal
   return out;
 }
 
+std::vector<ShadowFrame> CallStack::drop_stale(uint64_t slot, bool include_equal) {
+  // The topmost frame on this slot's stack, under frames of other stacks (a handler on
+  // an alternate signal stack, a coroutine's stack): if it is dead, so is everything
+  // entered after it, whatever its stack — the thread siglongjmp'ed out of the handler.
+  std::vector<ShadowFrame> out;
+  size_t i = frames_.size();
+  auto same_stack = [slot](uint64_t s) {
+    return (s > slot ? s - slot : slot - s) <= kSameStackDistance;
+  };
+  while (i > 0 && !same_stack(frames_[i - 1].slot)) --i;
+  if (i > 0 && i < frames_.size()) {
+    const ShadowFrame& f = frames_[i - 1];
+    if (f.slot < slot || (include_equal && f.slot == slot)) {
+      while (frames_.size() > i) {
+        out.push_back(frames_.back());
+        frames_.pop_back();
+      }
+    }
+  }
+  auto below = drop_below(slot, include_equal);
+  out.insert(out.end(), below.begin(), below.end());
+  return out;
+}
+
 CallStack::Entry CallStack::push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn,
                                  uint64_t now) {
   Entry e;
   bool tail = ret_at_slot == trampoline;
   // A frame at the same slot is a live caller only in the tail-call case.
-  e.abandoned = drop_below(slot, /*include_equal=*/!tail);
+  e.abandoned = drop_stale(slot, /*include_equal=*/!tail);
   ShadowFrame f;
   f.slot = slot;
   f.fn = fn;
@@ -102,7 +126,7 @@ CallStack::SiteEntry CallStack::push_site(uint64_t slot, uint64_t ret_at_slot, u
   SiteEntry e;
   bool tail = !frames_.empty() && frames_.back().slot == slot &&
               (ret_at_slot == trampoline || (frames_.back().site && frames_.back().real_ret == ret_at_slot));
-  e.abandoned = drop_below(slot, /*include_equal=*/!tail);
+  e.abandoned = drop_stale(slot, /*include_equal=*/!tail);
   ShadowFrame f;
   f.slot = slot;
   f.fn = fn;

@@ -116,6 +116,9 @@ class CallStack {
   // Frames above (deeper than) `slot` on the same stack, or exactly at it when
   // include_equal, are abandoned.
   std::vector<ShadowFrame> drop_below(uint64_t slot, bool include_equal);
+  // drop_below, after dropping the frames of other stacks entered after a dead frame
+  // of this slot's stack (a siglongjmp out of a handler on an alternate stack).
+  std::vector<ShadowFrame> drop_stale(uint64_t slot, bool include_equal);
 
   std::vector<ShadowFrame> frames_;  // outermost first
   bool disarmed_ = false;

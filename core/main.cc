@@ -15,22 +15,43 @@
 
 namespace {
 
-void on_stop_signal(int sig, siginfo_t* si, void*) {
-  ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+// A signal a traced program sent to its process group (kill(0, sig)) reaches
+// functracer too: it is not a request, and the program has it already.
+bool from_tracee(const siginfo_t* si) {
+  return si && si->si_code <= 0 && si->si_pid != 0 && ft::Tracer::is_tracee(si->si_pid);
 }
-void on_toggle_signal(int) { ft::Tracer::request_toggle(); }
+
+void on_stop_signal(int sig, siginfo_t* si, void*) {
+  int saved_errno = errno;  // is_tracee and kill may change it under interrupted code
+  if (!from_tracee(si)) ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+  errno = saved_errno;
+}
+void on_toggle_signal(int, siginfo_t* si, void*) {
+  int saved_errno = errno;
+  if (!from_tracee(si)) ft::Tracer::request_toggle();
+  errno = saved_errno;
+}
+
+// Signals functracer has no use for whose default action would end it (and with
+// it, through PTRACE_O_EXITKILL, the program): treated like SIGTERM.
+constexpr int kOtherFatal[] = {SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT};
 
 void install_signal_handlers() {
   // The program must start with the dispositions functracer was given (an ignored
   // SIGPIPE or SIGHUP stays ignored across exec, a handled one becomes default).
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGPIPE}) ft::Tracer::save_disposition(s);
+  for (int s : kOtherFatal) ft::Tracer::save_disposition(s);
+  for (int s = SIGRTMIN; s <= SIGRTMAX; ++s) ft::Tracer::save_disposition(s);
   struct sigaction sa {};
   sa.sa_sigaction = on_stop_signal;
   sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns EINTR
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(s, &sa, nullptr);
+  for (int s : kOtherFatal) sigaction(s, &sa, nullptr);
+  for (int s = SIGRTMIN; s <= SIGRTMAX; ++s) sigaction(s, &sa, nullptr);
   struct sigaction tg {};
-  tg.sa_handler = on_toggle_signal;
+  tg.sa_sigaction = on_toggle_signal;
+  tg.sa_flags = SA_SIGINFO;
   sigemptyset(&tg.sa_mask);
   sigaction(SIGUSR1, &tg, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a closed stderr must not kill functracer (and with it the program)

@@ -134,8 +134,10 @@ pid_t Tracer::wait_any(int* status) {
     if (tid != 0) break;
     siginfo_t si{};
     int sig = sigwaitinfo(&wake, &si);
+    bool from_user = si.si_code <= 0 && si.si_pid != 0;
+    if (sig <= 0 || sig == SIGCHLD || (from_user && is_tracee(si.si_pid))) continue;  // see is_tracee
     if (sig == SIGUSR1) request_toggle();
-    else if (sig > 0 && sig != SIGCHLD) request_stop(sig, si.si_code <= 0 && si.si_pid != 0);
+    else request_stop(sig, from_user);
   }
   int saved_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);

@@ -58,6 +58,11 @@ class Tracer {
   // program it launches.
   static void save_disposition(int sig);
   static void request_stop(int sig, bool from_user);
+  // Whether process `pid` is traced by functracer (TracerPid in /proc/PID/status).
+  // A traced program that signals its whole process group (kill(0, sig)) reaches
+  // functracer too, which shares the group in launch mode: such a signal was not
+  // meant for functracer, and the program has it already. Async-signal-safe.
+  static bool is_tracee(pid_t pid);
   static bool take_stop_request();
   static bool stop_requested();
 

@@ -38,6 +38,39 @@ void Tracer::save_disposition(int sig) {
   if (sigaction(sig, nullptr, &d.action) == 0) g_saved_dispositions.push_back(d);
 }
 
+bool Tracer::is_tracee(pid_t pid) {
+  // Only async-signal-safe calls: this runs in signal handlers.
+  if (pid <= 0) return false;
+  char path[40] = "/proc/";
+  char* q = path + 6;
+  char digits[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(pid); v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  while (n > 0) *q++ = digits[--n];
+  const char tail[] = "/status";
+  for (const char* t = tail; *t;) *q++ = *t++;
+  *q = '\0';
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[2048];
+  ssize_t len = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (len <= 0) return false;
+  buf[len] = '\0';
+  const char key[] = "\nTracerPid:";
+  for (char* c = buf; *c; ++c) {
+    size_t k = 0;
+    while (key[k] && c[k] == key[k]) ++k;
+    if (key[k]) continue;
+    c += k;
+    while (*c == ' ' || *c == '\t') ++c;
+    long tracer = 0;
+    while (*c >= '0' && *c <= '9') tracer = tracer * 10 + (*c++ - '0');
+    return tracer == ::getpid();
+  }
+  return false;
+}
+
 void Tracer::request_stop(int sig, bool from_user) {
   // Launch mode: a signal sent to functracer by a process is passed on to the program,
   // which would have received it without functracer. A terminal's SIGINT already

@@ -599,6 +599,42 @@ TEST(CallStack, SiglongjmpOutOfAFarAltStackHandler) {
   EXPECT_EQ(fns(s.frames()), Fns{kF});
 }
 
+TEST(CallStack, SiglongjmpOutOfAFarAltStackHandlerFoundAtTheNextPush) {
+  // f -> g on the main stack, g faults; the traced handler h runs on a far alternate
+  // stack and siglongjmps to a sigsetjmp in f, which calls g again from the same sp.
+  // g's old frame is stale (its slot holds a real return address again), and h,
+  // entered after it, is dead with it: both abandoned, innermost first. Without
+  // looking past h, every round would leave two frames behind and deepen the depths.
+  CallStack s;
+  const uint64_t alt = 0x555555560000 + 0x8000;
+  const uint64_t sf = kTop, sg = kTop - 0x40;
+  call(s, sf, kRetMain, kF);
+  call(s, sg, kRetF, kG);
+  call(s, alt, kRetOther, kH);
+  auto e = s.push(sg, kRetF, kTramp, kG, 0);
+  EXPECT_EQ(fns(e.abandoned), (Fns{kH, kG}));
+  EXPECT_TRUE(e.write_trampoline);
+  EXPECT_EQ(fns(s.frames()), (Fns{kF, kG}));
+  // A call from f at a shallower point (after g) finds the same.
+  call(s, alt, kRetOther, kH);
+  e = s.push(sg + 0x10, kRetF, kTramp, kI, 0);
+  EXPECT_EQ(fns(e.abandoned), (Fns{kH, kG}));
+  EXPECT_EQ(fns(s.frames()), (Fns{kF, kI}));
+}
+
+TEST(CallStack, CallBelowALiveFrameKeepsAFarStackAboveIt) {
+  // f on the main stack started a coroutine whose frame c is on a far stack and was
+  // suspended; back on the main stack f calls g (deeper than f): f is alive, so c may
+  // be too, and stays.
+  CallStack s;
+  const uint64_t co = 0x555555560000 + 0x8000;
+  call(s, kTop, kRetMain, kF);
+  call(s, co, kRetOther, kH);
+  auto e = s.push(kTop - 0x40, kRetF, kTramp, kG, 0);
+  EXPECT_TRUE(e.abandoned.empty());
+  EXPECT_EQ(fns(s.frames()), (Fns{kF, kH, kG}));
+}
+
 // ---------------------------------------------------------------------------------
 // C++ exceptions: disarm before the unwinder reads the stack, rearm after the catch
 
