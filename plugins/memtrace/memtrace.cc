@@ -144,11 +144,17 @@ struct Block {
   uint64_t size = 0;
 };
 
+struct Mapping {
+  uint64_t base = 0, end = 0;
+  std::string path;
+};
+
 struct ProcessState {
   std::unordered_map<uint64_t, Block> live;
   std::unordered_set<uint64_t> released;  // released and not allocated again
+  std::vector<Mapping> modules;           // mapped executables and libraries
   bool attached = false;
-  uint64_t allocs = 0, frees = 0, failed = 0, bad_unknown = 0, bad_double = 0;
+  uint64_t allocs = 0, frees = 0, failed = 0, bad_unknown = 0, bad_double = 0, by_allocator = 0;
   uint64_t live_bytes = 0, peak_bytes = 0;
 };
 
@@ -289,8 +295,29 @@ void record_failed(ft_ctx* ctx, const char* fn, uint64_t size) {
   print(ctx, "%s(%" PRIu64 ") failed", fn, size);
 }
 
+const Mapping* module_at(const ProcessState& ps, uint64_t addr) {
+  for (const Mapping& m : ps.modules)
+    if (addr >= m.base && addr < m.end) return &m;
+  return nullptr;
+}
+
+// Whether the release being entered was called from the module that defines the
+// releasing function (at entry, entry is that function's address): the allocator
+// tidying up after itself. glibc's thread exit (tcache_thread_shutdown) hands the
+// blocks its per-thread cache holds, which the program had released, to free once
+// more, and then the cache itself, which it allocated without malloc.
+bool called_by_allocator(ft_ctx* ctx, const ProcessState& ps, uint64_t entry) {
+  const Mapping* own = entry ? module_at(ps, entry) : nullptr;
+  if (!own) return false;
+  ft_addr caller = 0;
+  if (host->backtrace(ctx, &caller, 1) != 1 || caller == 0) return false;
+  return module_at(ps, caller - 1) == own;
+}
+
 // A release of addr (not NULL). Returns false for an address that is not live.
-bool record_release(ft_ctx* ctx, const char* fn, uint64_t addr) {
+// entry: the address of the releasing function when the release is seen at its entry
+// (0 otherwise).
+bool record_release(ft_ctx* ctx, const char* fn, uint64_t addr, uint64_t entry = 0) {
   ProcessState& ps = process_of(ctx);
   auto it = ps.live.find(addr);
   if (it != ps.live.end()) {
@@ -300,6 +327,12 @@ bool record_release(ft_ctx* ctx, const char* fn, uint64_t addr) {
     ++ps.frees;
     Rec(ctx, "free", fn).add_hex("address", addr).frames(opts.frames_for_releases).write();
     return true;
+  }
+  if (called_by_allocator(ctx, ps, entry)) {
+    // Not the program's doing: recorded for what it is, and not counted as a bad free.
+    ++ps.by_allocator;
+    Rec(ctx, "bad_free", fn).add_hex("address", addr).add_str("reason", "allocator").frames(true).write();
+    return false;
   }
   bool twice = ps.released.count(addr) != 0;
   (twice ? ps.bad_double : ps.bad_unknown)++;
@@ -363,7 +396,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     uint64_t ptr = host->arg(ctx, 0);
     if (ptr != 0) {
       if (!outer) ts.open.front().inner.push_back(Inner{false, fn->name, ptr, 0, 0});
-      else if (record_release(ctx, fn->name, ptr)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, ptr);
+      else if (record_release(ctx, fn->name, ptr, fn->address)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, ptr);
     }
     if (kind == kFree) return;  // entry only
   }
@@ -569,6 +602,7 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
         fresh->live = parent->live;
         fresh->released = parent->released;
         fresh->live_bytes = fresh->peak_bytes = parent->live_bytes;
+        fresh->modules = parent->modules;
       }
       fresh->attached = ev->address == 1;
       processes[pid] = std::move(fresh);
@@ -605,12 +639,18 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
   }
 }
 
+void on_module(void*, ft_ctx* ctx, const ft_module* m) {
+  ProcessState& ps = process_of(ctx);
+  std::erase_if(ps.modules, [&](const Mapping& x) { return x.base < m->end && m->base < x.end; });
+  if (m->loaded) ps.modules.push_back(Mapping{m->base, m->end, m->path ? m->path : ""});
+}
+
 ft_plugin plugin = {
     .api_version = FT_PLUGIN_API_VERSION,
     .size = sizeof(ft_plugin),
     .name = "memtrace",
     .data = nullptr,
-    .module = nullptr,
+    .module = on_module,
     .symbol = on_symbol,
     .call = on_call,
     .ret = on_return,
