@@ -82,7 +82,7 @@ Result<int> Tracer::run_attach(const std::vector<pid_t>& pids) {
   }
   loop();
   host_.finish();
-  return 0;
+  return host_.crashed() ? 1 : 0;
 }
 
 Status Tracer::attach(pid_t pid) {
