@@ -9,7 +9,7 @@ check every result and print "done iterations=N threads=4" at the end; a broken
 breakpoint or return address left behind would kill it or make a check fail.
 
   * launched: the plugin dereferences NULL, calls abort(), divides by zero or runs
-    an undefined instruction in its init, symbol, module, event, call, ret and
+    an undefined instruction, or overflows its stack, in its init, symbol, module, event, call, ret and
     finish callbacks: functracer says "plugin crashtest crashed (SIG... in CALLBACK)"
     in one line and exits 1; the program runs on untraced to its end (its own
     "done" line, nothing on its stderr), functracer waits for it, and no process of
@@ -36,12 +36,12 @@ ATTACH_ITERATIONS = 2500  # about 2.5 s untraced: still running when the crash c
 TIMEOUT = 60
 
 LINE = re.compile(r"^functracer: plugin crashtest crashed \((SIG[A-Z]+)( at 0x[0-9a-f]+)? in ([a-z_]+)\)")
-SIGNALS = {"segv": "SIGSEGV", "abort": "SIGABRT", "fpe": "SIGFPE", "ill": "SIGILL"}
+SIGNALS = {"segv": "SIGSEGV", "abort": "SIGABRT", "fpe": "SIGFPE", "ill": "SIGILL", "stack": "SIGSEGV"}
 
 # (kind, callback, N): crash at the N-th call of the callback.
 LAUNCHED = [("abort", "init", 1), ("segv", "symbol", 10), ("ill", "module", 2), ("fpe", "event", 1),
             ("segv", "call", 50), ("abort", "ret", 30), ("fpe", "call", 7), ("ill", "ret", 1),
-            ("segv", "finish", 1)]
+            ("stack", "call", 3), ("segv", "finish", 1)]
 ATTACHED = [("segv", "call", 200), ("abort", "ret", 100), ("fpe", "symbol", 5), ("ill", "event", 1)]
 
 

@@ -6,6 +6,7 @@
  *   abort   abort() (SIGABRT)
  *   fpe     an integer division by zero (SIGFPE)
  *   ill     an undefined instruction (SIGILL)
+ *   stack   unbounded recursion (SIGSEGV past the end of the stack)
  * and CALLBACK one of init, module, symbol, call, ret, event, finish. Without
  * FT_CRASHTEST it does not crash.
  *
@@ -26,6 +27,13 @@ static char *patterns[32];
 static size_t npatterns;
 static volatile int zero;
 
+static long recurse(long n) {
+  volatile char frame[1024];
+  frame[0] = (char)n;
+  if (zero == 1) return frame[0]; /* never: zero stays 0 */
+  return recurse(n + 1) + frame[0];
+}
+
 static void maybe_crash(const char *callback) {
   if (strcmp(callback, where) != 0 || ++seen != crash_at) return;
   if (strcmp(kind, "segv") == 0) {
@@ -37,6 +45,8 @@ static void maybe_crash(const char *callback) {
     (void)x;
   } else if (strcmp(kind, "ill") == 0) {
     __builtin_trap();
+  } else if (strcmp(kind, "stack") == 0) {
+    zero = (int)recurse(0);
   }
 }
 
