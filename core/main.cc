@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
       return 1;
     }
 
+  ft::PluginHost::install_fault_handlers(&ft::Tracer::on_engine_fault);
   ft::PluginHost host;
   host.set_streaming(opts.output_dir.empty());
   if (!opts.audit.empty()) host.set_option("audit", opts.audit);

@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,42 @@ namespace ft {
 namespace {
 
 PluginHost* g_host = nullptr;
+
+// The plugin call running now (nullptr in functracer's own code). A fault while it is
+// set jumps back to the call's start (see PluginHost::guarded and doc/internals.md).
+struct PluginCall {
+  sigjmp_buf env;
+};
+PluginCall* volatile g_call = nullptr;
+volatile sig_atomic_t g_fault_sig = 0;
+void* volatile g_fault_addr = nullptr;
+void (*g_engine_fault)(int sig, void* addr) = nullptr;
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    default: return "a fatal signal";
+  }
+}
+
+void on_fault(int sig, siginfo_t* si, void*) {
+  PluginCall* c = g_call;
+  if (c) {
+    g_call = nullptr;
+    g_fault_sig = sig;
+    // abort() and kill() carry no faulting address.
+    g_fault_addr = si && si->si_code > 0 ? si->si_addr : nullptr;
+    siglongjmp(c->env, 1);
+  }
+  if (g_engine_fault) g_engine_fault(sig, si && si->si_code > 0 ? si->si_addr : nullptr);
+  // Not handled: the default action, with the signal's own core dump.
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
 
 const char* host_option(const char* name) { return plugin_host().option(name); }
 void host_warn(const char* message) { log::warn("{}", message); }
@@ -144,6 +182,59 @@ std::string self_dir() {
 
 PluginHost& plugin_host() { return *g_host; }
 
+void PluginHost::install_fault_handlers(void (*engine_fault)(int sig, void* addr)) {
+  g_engine_fault = engine_fault;
+  // On a stack of their own: a plugin that overflows its stack is caught too.
+  static constexpr size_t kStack = 64 * 1024;
+  static char* stack = new char[kStack];
+  stack_t ss{};
+  ss.ss_sp = stack;
+  ss.ss_size = kStack;
+  (void)sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &sa, nullptr);
+}
+
+void PluginHost::after_fault() {
+  // The jump left the handler without sigreturn: the signal is still blocked.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, g_fault_sig);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+std::string PluginHost::fault_message(const std::string& name, const char* where) {
+  std::string at = g_fault_addr || g_fault_sig != SIGABRT
+                       ? fmt::format(" at {:#x}", reinterpret_cast<uintptr_t>(g_fault_addr))
+                       : std::string();
+  return fmt::format("plugin {} crashed ({}{} in {})", name, signal_name(g_fault_sig), at, where);
+}
+
+template <class F>
+void PluginHost::guarded(size_t i, const char* callback, F&& f) {
+  if (plugins_[i].dead) return;
+  PluginCall call;
+  PluginCall* outer = g_call;
+  if (sigsetjmp(call.env, 0) != 0) {
+    g_call = outer;
+    after_fault();
+    plugins_[i].dead = true;
+    crashed_ = true;
+    const ft_plugin* p = plugins_[i].plugin;
+    std::string name = p->name ? p->name : plugins_[i].path;
+    bool at_end = std::strcmp(callback, "finish") == 0;
+    log::error("{}{}", fault_message(name, callback),
+               at_end ? "" : "; detaching, the program runs on untraced");
+    return;
+  }
+  g_call = &call;
+  f();
+  g_call = outer;
+}
+
 PluginHost::PluginHost() { g_host = this; }
 
 PluginHost::~PluginHost() {
@@ -237,7 +328,17 @@ Status PluginHost::load(const std::string& spec) {
     ::dlclose(h);
     return Error::msg("plugin " + path + " has no " FT_PLUGIN_INIT_SYMBOL " function");
   }
-  const ft_plugin* p = init(&kHostApi);
+  const ft_plugin* p = nullptr;
+  {
+    PluginCall call;
+    if (sigsetjmp(call.env, 0) != 0) {
+      after_fault();
+      return Error::msg(fault_message(prefix, FT_PLUGIN_INIT_SYMBOL));
+    }
+    g_call = &call;
+    p = init(&kHostApi);
+    g_call = nullptr;
+  }
   if (!p) {
     ::dlclose(h);
     return Error::msg("plugin " + path + " refused to start");
@@ -284,9 +385,10 @@ PluginHost::Interest PluginHost::offer(const ft_symbol& sym) {
   Interest in;
   for (size_t i = 0; i < plugins_.size(); ++i) {
     const ft_plugin* p = plugins_[i].plugin;
-    if (!p->symbol) continue;
+    if (!p->symbol || plugins_[i].dead) continue;
     uint64_t tag = 0;
-    unsigned f = p->symbol(p->data, &sym, &tag);
+    unsigned f = 0;
+    guarded(i, "symbol", [&] { f = p->symbol(p->data, &sym, &tag); });
     if (f & FT_TRACE_ENTRY) in.entry_mask |= 1ull << i;
     if (f & FT_TRACE_RETURN) in.return_mask |= 1ull << i;
     if (f & FT_TRACE_PARAMS) in.params = true;
@@ -296,14 +398,16 @@ PluginHost::Interest PluginHost::offer(const ft_symbol& sym) {
 }
 
 void PluginHost::module(ft_ctx& ctx, const ft_module& m) {
-  for (const auto& l : plugins_)
-    if (l.plugin->module) l.plugin->module(l.plugin->data, &ctx, &m);
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if (const ft_plugin* p = plugins_[i].plugin; p->module)
+      guarded(i, "module", [&] { p->module(p->data, &ctx, &m); });
 }
 
 void PluginHost::syscall(ft_ctx& ctx, const ft_syscall& sc) {
   ctx.syscall = &sc;
-  for (const auto& l : plugins_)
-    if (l.plugin->syscall) l.plugin->syscall(l.plugin->data, &ctx, &sc);
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if (const ft_plugin* p = plugins_[i].plugin; p->syscall)
+      guarded(i, "syscall", [&] { p->syscall(p->data, &ctx, &sc); });
   ctx.syscall = nullptr;
 }
 
@@ -313,7 +417,7 @@ void PluginHost::call(ft_ctx& ctx, const FunctionInfo& fn) {
     if ((fn.entry_mask >> i) & 1) {
       const ft_plugin* p = plugins_[i].plugin;
       v.tag = fn.tag_of(static_cast<uint32_t>(i));
-      if (p->call) p->call(p->data, &ctx, &v);
+      if (p->call) guarded(i, "call", [&] { p->call(p->data, &ctx, &v); });
     }
 }
 
@@ -323,7 +427,7 @@ void PluginHost::ret(ft_ctx& ctx, const FunctionInfo& fn) {
     if ((fn.return_mask >> i) & 1) {
       const ft_plugin* p = plugins_[i].plugin;
       v.tag = fn.tag_of(static_cast<uint32_t>(i));
-      if (p->ret) p->ret(p->data, &ctx, &v);
+      if (p->ret) guarded(i, "ret", [&] { p->ret(p->data, &ctx, &v); });
     }
 }
 
@@ -333,18 +437,18 @@ void PluginHost::unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason
     if ((fn.return_mask >> i) & 1) {
       const ft_plugin* p = plugins_[i].plugin;
       v.tag = fn.tag_of(static_cast<uint32_t>(i));
-      if (p->unwound) p->unwound(p->data, &ctx, &v, reason);
+      if (p->unwound) guarded(i, "unwound", [&] { p->unwound(p->data, &ctx, &v, reason); });
     }
 }
 
 void PluginHost::event(ft_ctx& ctx, const ft_event& ev) {
-  for (const auto& l : plugins_)
-    if (l.plugin->event) l.plugin->event(l.plugin->data, &ctx, &ev);
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if (const ft_plugin* p = plugins_[i].plugin; p->event) guarded(i, "event", [&] { p->event(p->data, &ctx, &ev); });
 }
 
 void PluginHost::finish() {
-  for (const auto& l : plugins_)
-    if (l.plugin->finish) l.plugin->finish(l.plugin->data);
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if (const ft_plugin* p = plugins_[i].plugin; p->finish) guarded(i, "finish", [&] { p->finish(p->data); });
 }
 
 void PluginHost::record(ft_ctx& ctx, TraceRecord& r) {

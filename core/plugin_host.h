@@ -73,6 +73,13 @@ class PluginHost {
   // A line on stderr when streaming: "[pid tid] text".
   void print(ft_ctx& ctx, const std::string& text);
 
+  // Handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT on an alternate stack. A
+  // fault in a plugin's code disables that plugin, says so in one line and sets
+  // crashed(); a fault elsewhere calls engine_fault (which does not return).
+  static void install_fault_handlers(void (*engine_fault)(int sig, void* addr));
+  // A plugin crashed: the tracer lets go of the processes.
+  bool crashed() const { return crashed_; }
+
   // Directories searched for plugins by name, in order.
   static std::vector<std::string> plugin_dirs();
   static std::vector<std::string> available();
@@ -82,7 +89,13 @@ class PluginHost {
     void* handle = nullptr;
     const ft_plugin* plugin = nullptr;
     std::string path;
+    bool dead = false;  // crashed: not called again
   };
+  template <class F>
+  void guarded(size_t i, const char* callback, F&& f);
+  static void after_fault();
+  static std::string fault_message(const std::string& name, const char* where);
+  bool crashed_ = false;
   std::vector<Loaded> plugins_;
   std::map<std::string, std::string> options_;
   mutable std::set<std::string> asked_;  // options some plugin looked up

@@ -1,6 +1,7 @@
 #include "core/trace_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,8 +15,24 @@ constexpr size_t kFlushAt = 256 * 1024;
 }
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file, readable by its owner only (0600 whatever the umask): never through
+  // a symbolic link or into a file someone else linked there. An old trace of the
+  // same name (a reused pid) is a regular file: it is replaced, not rewritten.
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(path.c_str(), kFlags, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      return Error::msg("cannot create trace file " + path + ": a symbolic link is in the way (not followed)");
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return Error::msg("cannot create trace file " + path + ": something that is not a file is in the way");
+    if (::unlink(path.c_str()) != 0) return Error::from_errno(errno, "cannot replace trace file " + path);
+    fd = ::open(path.c_str(), kFlags, 0600);
+  }
   if (fd < 0) return Error::from_errno(errno, "cannot create trace file " + path);
+  // The mode given to open is masked by the umask, which can only take bits away:
+  // 0600 it is. fchmod makes it so even if the file system says otherwise (ACLs).
+  (void)::fchmod(fd, 0600);
   std::unique_ptr<TraceWriter> w(new TraceWriter(fd, path));
   w->buf_.reserve(kFlushAt + 4096);
   w->buf_.append(kTraceMagic).append(" ").append(std::to_string(kTraceFormatVersion)).push_back('\n');

@@ -26,6 +26,7 @@ namespace ft {
 namespace {
 
 std::atomic<bool> g_toggle{false};
+Tracer* g_tracer = nullptr;  // for on_engine_fault
 
 }  // namespace
 
@@ -38,6 +39,7 @@ uint64_t monotonic_ns() {
 void Tracer::request_toggle() { g_toggle = true; }
 
 Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host) {
+  g_tracer = this;
   start_ns_ = monotonic_ns();
   enabled_ = !opts.start_disabled;
   // Polling only makes sense when the traced threads have another CPU to run on.
@@ -45,7 +47,52 @@ Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host)
   if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2) spin_ns_ = kSpinNs;
 }
 
-Tracer::~Tracer() = default;
+Tracer::~Tracer() { g_tracer = nullptr; }
+
+void Tracer::on_engine_fault(int sig, void* addr) {
+  // Only write(2) for the message: the heap may be what is broken.
+  char line[160];
+  size_t n = 0;
+  auto put = [&](const char* s) {
+    while (*s && n < sizeof line - 1) line[n++] = *s++;
+  };
+  const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
+                     : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : "a fatal signal";
+  put("functracer: internal error (");
+  put(name);
+  if (addr) {
+    char hex[19] = "0x";
+    uintptr_t v = reinterpret_cast<uintptr_t>(addr);
+    int digits = 1;
+    while (digits < 16 && (v >> (4 * digits))) ++digits;
+    for (int i = 0; i < digits; ++i) hex[2 + i] = "0123456789abcdef"[(v >> (4 * (digits - 1 - i))) & 15];
+    hex[2 + digits] = 0;
+    put(" at ");
+    put(hex);
+  }
+  put("); restoring the traced processes and exiting\n");
+  (void)!::write(2, line, n);
+  if (Tracer* t = g_tracer) {
+    for (auto& [pid, p] : t->processes_) {
+      t->remove_instrumentation(*p);
+      for (auto& [tid, th] : p->threads) {
+        if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
+        if (auto regs = ptrace::get_regs(tid)) {
+          uint64_t at = regs->ip() - 1;
+          if (p->breakpoints.count(at) || p->is_trampoline(RemoteAddr(at))) {
+            // On the original instruction again; a return through the trampoline
+            // goes to the real return address, which is the frame's own.
+            if (p->is_trampoline(RemoteAddr(at)) && !th->stack.empty()) regs->set_ip(th->stack.frames().back().real_ret);
+            else regs->set_ip(at);
+            (void)ptrace::set_regs(tid, *regs);
+          }
+        }
+        (void)ptrace::detach(tid, 0);
+      }
+    }
+  }
+  ::_exit(125);
+}
 
 uint64_t Tracer::elapsed_ns() const { return monotonic_ns() - start_ns_; }
 
@@ -56,7 +103,7 @@ Thread* Tracer::thread_of(pid_t tid) {
 
 void Tracer::loop() {
   while (!processes_.empty()) {
-    if (attach_mode_ && take_stop_request()) {
+    if ((attach_mode_ && take_stop_request()) || host_.crashed()) {
       detach_all();
       break;
     }

@@ -65,6 +65,10 @@ class Tracer {
   static bool is_tracee(pid_t pid);
   static bool take_stop_request();
   static bool stop_requested();
+  // A fault in functracer's own code (not a plugin's): one line on stderr, every
+  // breakpoint byte and hijacked return address put back, the stopped threads let go
+  // of, and exit status 125. Runs in the signal handler: best effort.
+  [[noreturn]] static void on_engine_fault(int sig, void* addr);
 
  private:
   Result<pid_t> spawn();

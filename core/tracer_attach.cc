@@ -73,16 +73,18 @@ long status_number(pid_t pid, std::string_view name) {
 
 Result<int> Tracer::run_attach(const std::vector<pid_t>& pids) {
   attach_mode_ = true;
-  for (pid_t pid : pids) {
-    if (auto s = attach(pid); !s) {
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (auto s = attach(pids[i]); !s) {
       detach_all();  // the processes attached so far run on untouched
-      host_.finish();
+      // With nothing traced, the plugins have nothing to say (calltrace would report
+      // its patterns as matching nothing, next to the one line of the error).
+      if (i > 0) host_.finish();
       return s.error();
     }
   }
   loop();
   host_.finish();
-  return 0;
+  return host_.crashed() ? 1 : 0;
 }
 
 Status Tracer::attach(pid_t pid) {
@@ -97,14 +99,19 @@ Status Tracer::attach(pid_t pid) {
   processes_[tgid] = std::move(proc);
   if (main_pid_ == 0) main_pid_ = tgid;
 
-  if (auto s = seize_threads(p); !s) {
+  auto let_go = [&](Status s) {
     for (auto& [tid, t] : p.threads) {
       if (t->stopped) (void)ptrace::detach(tid, t->held_signal);
       threads_.erase(tid);
     }
     processes_.erase(tgid);
     return s;
-  }
+  };
+  if (auto s = seize_threads(p); !s) return let_go(s);
+  // No trace file, no point in tracing: the process is let go of untouched.
+  p.exe = exe_of(p.pid());
+  p.cmdline = read_cmdline(p.pid());
+  if (auto s = open_trace(p); !s) return let_go(s);
   if (auto s = setup_attached(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
   if (p.trace) p.trace->flush();  // the header and module map are there for readers at once
   log::info("attached to process {} ({} thread{})", p.pid(), p.threads.size(), p.threads.size() == 1 ? "" : "s");
@@ -230,7 +237,8 @@ Status Tracer::setup_attached(Process& p) {
   p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (auto s = p.mem().open(); !s) return s;
-  if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
+  if (!p.trace)
+    if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
   Thread* leader = p.threads.count(p.pid()) ? p.threads[p.pid()].get() : nullptr;
   {
     long ppid = status_number(p.pid(), "PPid");

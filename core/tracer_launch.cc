@@ -165,9 +165,16 @@ Result<int> Tracer::run_launch() {
   threads_[*pid] = t;
   processes_[*pid] = std::move(proc);
   loop();
+  if (host_.crashed()) {
+    // Let go of (loop() detached it): it runs on untraced to its end, still
+    // functracer's child, and functracer's signals are still passed on to it.
+    int status;
+    while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
   g_forward_pid = 0;
   host_.finish();
-  return main_exit_;
+  return host_.crashed() ? 1 : main_exit_;
 }
 
 }  // namespace ft

@@ -35,8 +35,10 @@ struct InsnDeleter {
 };
 using InsnPtr = std::unique_ptr<cs_insn, InsnDeleter>;
 
-// A Capstone handle for x86-64 with instruction details, one per call so that
-// relocation can run on any thread.
+// A Capstone handle for x86-64 with instruction details, one per thread so that
+// relocation can run on any thread. Opening one is costly (Capstone builds its
+// instruction tables for each handle on first use): one per call made planting the
+// breakpoints of 100,000 functions take seconds.
 class Decoder {
  public:
   Decoder() {
@@ -290,7 +292,7 @@ std::vector<uint8_t> conditional_slot(const RelBranch& br, const Prefixes& p, ui
 Relocation relocate_x86_64(std::span<const uint8_t> code, uint64_t insn_addr, uint64_t slot_addr) {
   Relocation r;
   if (code.empty()) return refuse(std::move(r), "no code bytes");
-  Decoder decoder;
+  thread_local const Decoder decoder;
   if (!decoder.ok()) return refuse(std::move(r), "disassembler unavailable");
 
   const std::span<const uint8_t> window = code.first(std::min(code.size(), kMaxInsnBytes));
