@@ -124,7 +124,8 @@ void Tracer::loop() {
         log::error("waitpid: {}", std::strerror(errno));
         break;
       }
-      collect_pending();
+      // With one thread there is no one to starve: save the system call.
+      if (threads_.size() > 1) collect_pending();
     }
     handle_status(tid, status);
   }
