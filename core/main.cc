@@ -16,7 +16,7 @@
 namespace {
 
 void on_stop_signal(int sig, siginfo_t* si, void*) {
-  ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+  ft::Tracer::request_stop(sig, si && si->si_code <= 0 ? si->si_pid : 0);
 }
 void on_toggle_signal(int) { ft::Tracer::request_toggle(); }
 
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
       return 1;
     }
 
+  if (opts.attach.empty()) ft::Tracer::set_launch_mode();
   install_signal_handlers();
   ft::Tracer tracer(opts, host);
   auto rc = opts.attach.empty() ? tracer.run_launch() : tracer.run_attach(opts.attach);
