@@ -23,7 +23,7 @@ bool from_tracee(const siginfo_t* si) {
 
 void on_stop_signal(int sig, siginfo_t* si, void*) {
   int saved_errno = errno;  // is_tracee and kill may change it under interrupted code
-  if (!from_tracee(si)) ft::Tracer::request_stop(sig, si && si->si_code <= 0 && si->si_pid != 0);
+  if (!from_tracee(si)) ft::Tracer::request_stop(sig, si && si->si_code <= 0 ? si->si_pid : 0);
   errno = saved_errno;
 }
 void on_toggle_signal(int, siginfo_t* si, void*) {
@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
       return 1;
     }
 
+  if (opts.attach.empty()) ft::Tracer::set_launch_mode();
   install_signal_handlers();
   ft::Tracer tracer(opts, host);
   auto rc = opts.attach.empty() ? tracer.run_launch() : tracer.run_attach(opts.attach);

@@ -47,7 +47,8 @@ TraceWriter::~TraceWriter() {
 void TraceWriter::write(TraceRecord& r) {
   r.seq = ++seq_;
   buf_.append(format_record(r)).push_back('\n');
-  if (buf_.size() >= kFlushAt) flush();
+  if (pending_since_ == 0) pending_since_ = r.ts_ns ? r.ts_ns : 1;
+  if (buf_.size() >= kFlushAt || r.ts_ns >= pending_since_ + kMaxAgeNs) flush();
 }
 
 void TraceWriter::flush() {
@@ -65,6 +66,7 @@ void TraceWriter::flush() {
     left -= static_cast<size_t>(n);
   }
   buf_.clear();
+  pending_since_ = 0;
 }
 
 }  // namespace ft

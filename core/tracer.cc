@@ -102,11 +102,13 @@ Thread* Tracer::thread_of(pid_t tid) {
 }
 
 void Tracer::loop() {
+  uint64_t handled = 0;
   while (!processes_.empty()) {
     if ((attach_mode_ && take_stop_request()) || host_.crashed()) {
       detach_all();
       break;
     }
+    if (!attach_mode_ && forward_pending()) forward_signals(true);
     if (g_toggle.exchange(false)) {
       enabled_ = !enabled_;
       log::info("tracing {}", enabled_ ? "enabled" : "disabled");
@@ -128,6 +130,8 @@ void Tracer::loop() {
       if (threads_.size() > 1) collect_pending();
     }
     handle_status(tid, status);
+    // A trace whose process makes no records while others keep functracer busy.
+    if ((++handled & 1023) == 0) flush_aged_traces(monotonic_ns());
   }
   // Processes we could no longer wait for (should not happen): flush what we have.
   for (auto& [pid, p] : processes_)
@@ -173,25 +177,46 @@ pid_t Tracer::wait_any(int* status) {
   sigprocmask(SIG_BLOCK, &wake, &old);
   pid_t tid;
   for (;;) {
-    if (g_toggle.load() || (attach_mode_ && stop_requested())) {
+    if (g_toggle.load() || (attach_mode_ && stop_requested()) || (!attach_mode_ && forward_pending())) {
       errno = EINTR;
       tid = -1;
       break;
     }
     tid = ::waitpid(-1, status, __WALL | WNOHANG);
     if (tid != 0) break;
+    // Records still buffered are written once they are TraceWriter::kMaxAgeNs old,
+    // should nothing happen before then.
     siginfo_t si{};
-    int sig = sigwaitinfo(&wake, &si);
+    int sig;
+    uint64_t now = monotonic_ns();
+    if (uint64_t due = flush_aged_traces(now)) {
+      uint64_t left_ns = due - now;
+      timespec left{static_cast<time_t>(left_ns / 1000000000), static_cast<long>(left_ns % 1000000000)};
+      sig = sigtimedwait(&wake, &si, &left);
+    } else {
+      sig = sigwaitinfo(&wake, &si);
+    }
     bool from_user = si.si_code <= 0 && si.si_pid != 0;
     if (sig <= 0 || sig == SIGCHLD || (from_user && is_tracee(si.si_pid))) continue;  // see is_tracee
     if (sig == SIGUSR1) request_toggle();
-    else request_stop(sig, from_user);
+    else request_stop(sig, from_user ? si.si_pid : 0);
   }
   int saved_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);
   errno = saved_errno;
   last_wait_ns_ = monotonic_ns() - start;
   return tid;
+}
+
+uint64_t Tracer::flush_aged_traces(uint64_t now) {
+  uint64_t due = 0;
+  for (auto& [pid, p] : processes_) {
+    if (!p->trace || !p->trace->pending_since()) continue;
+    uint64_t d = p->trace->pending_since() + TraceWriter::kMaxAgeNs;
+    if (d <= now) p->trace->flush();
+    else if (!due || d < due) due = d;
+  }
+  return due;
 }
 
 void Tracer::resume(Thread& t, int sig) {
@@ -475,7 +500,10 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
     else if (p.pid() == main_pid_)
       log::info("process {} killed by {}", p.pid(), name);
   }
-  if (p.pid() == main_pid_) main_exit_ = code;
+  if (p.pid() == main_pid_) {
+    main_exit_ = code;
+    if (!attach_mode_) program_ended();
+  }
   if (!p.ifuncs.empty())
     log::warn("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
               p.pid(), p.ifuncs.size(), p.ifuncs.size() == 1 ? "" : "s", p.ifuncs.front().demangled);
@@ -486,6 +514,7 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
 
 void Tracer::handle_signal(Thread& t, int sig) {
   Process& p = *t.process;
+  note_own_signal(t, sig);
   if (is_fault_signal(sig)) {
     if (auto si = ptrace::siginfo(t.tid); si && si->si_code > 0) {
       p.fatal_signal = sig;
@@ -609,6 +638,7 @@ Status Tracer::open_trace(Process& p) {
   r.add("plugins", host_.names());
   r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
   p.trace->write(r);
+  p.trace->flush();  // a file that exists is a trace, even if functracer is killed now
   return {};
 }
 

@@ -57,7 +57,15 @@ class Tracer {
   // Remember a signal disposition functracer inherited, to give it back to the
   // program it launches.
   static void save_disposition(int sig);
-  static void request_stop(int sig, bool from_user);
+  // Launch mode: functracer's stop signals are for the program, from its start on
+  // (see request_stop); called before the signal handlers are installed.
+  static void set_launch_mode();
+  // sender: the process that sent the signal, 0 when it came from the kernel (a
+  // terminal's key).
+  static void request_stop(int sig, pid_t sender);
+  static bool forward_pending();
+  // The launched program has ended: stop signals no longer go anywhere.
+  static void program_ended();
   // Whether process `pid` is traced by functracer (TracerPid in /proc/PID/status).
   // A traced program that signals its whole process group (kill(0, sig)) reaches
   // functracer too, which shares the group in launch mode: such a signal was not
@@ -77,6 +85,9 @@ class Tracer {
   // Queues every stop already pending (in deferred_), so that each is handled once
   // before any thread is served again.
   void collect_pending();
+  // Writes out the trace buffers holding records older than TraceWriter::kMaxAgeNs;
+  // returns when the next one is due (0: nothing is buffered).
+  uint64_t flush_aged_traces(uint64_t now);
   void handle_status(pid_t tid, int status);
   void handle_new_task(Thread& parent, int event);
   void handle_exec(Thread& t);
@@ -120,6 +131,14 @@ class Tracer {
 
   // Releasing a child that is not followed.
   void release_child(Process& child);
+
+  // Launch mode: passes the stop signals functracer got on to the program, except one
+  // the program got itself from the same sender (kill(2) of the process group: once
+  // is what it would have got without functracer). check_delivered: look for that.
+  void forward_signals(bool check_delivered);
+  bool delivered_directly(int sig, pid_t from, uint64_t at);
+  // Remembers who sent a stop signal the program takes (for delivered_directly).
+  void note_own_signal(Thread& t, int sig);
 
   // Attaching and detaching (tracer_attach.cc).
   Status attach(pid_t pid);
@@ -168,6 +187,7 @@ class Tracer {
   bool enabled_ = true;
   bool attach_mode_ = false;  // -p: functracer's SIGINT/SIGTERM detach instead of being passed on
   bool detaching_ = false;    // stopping every thread to let go of them
+  std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
   static constexpr uint64_t kSpinNs = 100'000;  // polling window of wait_any
   uint64_t spin_ns_ = 0;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -22,8 +23,21 @@
 namespace ft {
 namespace {
 
-std::atomic<pid_t> g_forward_pid{0};
+// Where functracer's SIGINT/SIGTERM/SIGHUP/SIGQUIT go: a pid > 0 is the launched
+// program; kAttach: functracer itself (detach); kNotStarted: remembered
+// until the program exists, then sent to it; kEnded: nowhere.
+constexpr pid_t kAttach = 0;
+constexpr pid_t kNotStarted = -1;
+constexpr pid_t kEnded = -2;
+std::atomic<pid_t> g_forward_pid{kAttach};
+// Stop signals to pass on: per signal, who sent it to functracer and when.
+std::atomic<pid_t> g_forward_from[NSIG];
+std::atomic<uint64_t> g_forward_at[NSIG];
+std::atomic<bool> g_forward_pending{false};
 std::atomic<bool> g_stop_requested{false};
+// A signal the program took itself counts as the one functracer got when their times
+// are this close (both come from one kill(2) of a process group).
+constexpr uint64_t kSameSignalNs = 1'000'000'000;
 
 struct SavedDisposition {
   int sig;
@@ -71,17 +85,71 @@ bool Tracer::is_tracee(pid_t pid) {
   return false;
 }
 
-void Tracer::request_stop(int sig, bool from_user) {
+void Tracer::set_launch_mode() { g_forward_pid = kNotStarted; }
+
+void Tracer::request_stop(int sig, pid_t sender) {
   // Launch mode: a signal sent to functracer by a process is passed on to the program,
-  // which would have received it without functracer. A terminal's SIGINT already
-  // reached the whole foreground process group, program included.
+  // which would have received it without functracer (forward_signals). A terminal's
+  // SIGINT already reached the whole foreground process group, program included.
   // Attach mode: the signal is for functracer, which detaches.
   pid_t p = g_forward_pid.load();
-  if (p > 0) {
-    if (from_user) ::kill(p, sig);
+  if (p == kAttach) {
+    g_stop_requested = true;
     return;
   }
-  g_stop_requested = true;
+  if (sender == 0 || p == kEnded || sig <= 0 || sig >= NSIG) return;
+  g_forward_at[sig] = monotonic_ns();  // async-signal-safe (clock_gettime)
+  g_forward_from[sig] = sender;
+  g_forward_pending = true;
+}
+
+bool Tracer::forward_pending() { return g_forward_pending.load(); }
+
+void Tracer::forward_signals(bool check_delivered) {
+  if (!g_forward_pending.exchange(false)) return;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    pid_t from = g_forward_from[sig].exchange(0);
+    if (from == 0) continue;
+    if (check_delivered && delivered_directly(sig, from, g_forward_at[sig].load())) {
+      FT_DEBUG("{} from process {} reached the program itself: not passed on", signal_name(sig), from);
+      continue;
+    }
+    FT_DEBUG("passing {} from process {} on to process {}", signal_name(sig), from, main_pid_);
+    ::kill(main_pid_, sig);
+  }
+}
+
+bool Tracer::delivered_directly(int sig, pid_t from, uint64_t at) {
+  auto near = [at](uint64_t t) { return t + kSameSignalNs >= at && at + kSameSignalNs >= t; };
+  // A signal-delivery stop for it, already handled.
+  if (auto it = own_signals_.find(sig); it != own_signals_.end() && it->second.first == from && near(it->second.second)) {
+    own_signals_.erase(it);
+    return true;
+  }
+  // Sent to the program too and not yet taken by one of its threads.
+  unsigned long long pending = std::strtoull(status_field(main_pid_, "ShdPnd").c_str(), nullptr, 16);
+  if (pending & (1ull << (sig - 1))) return true;
+  // Taken by a thread, which is in its signal-delivery stop now: collect the stops.
+  int status = 0;
+  for (pid_t w; (w = ::waitpid(-1, &status, __WALL | WNOHANG)) > 0;) deferred_.emplace_back(w, status);
+  for (const auto& [tid, st] : deferred_) {
+    Thread* t = thread_of(tid);
+    if (!t || t->process->pid() != main_pid_ || !WIFSTOPPED(st) || WSTOPSIG(st) != sig || (st >> 16) != 0) continue;
+    auto si = ptrace::siginfo(tid);
+    if (si && si->si_signo == sig && si->si_code == SI_USER && si->si_pid == from) return true;
+  }
+  return false;
+}
+
+void Tracer::note_own_signal(Thread& t, int sig) {
+  if (attach_mode_ || t.process->pid() != main_pid_) return;
+  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT) return;
+  auto si = ptrace::siginfo(t.tid);
+  if (si && si->si_code == SI_USER && si->si_pid > 0) own_signals_[sig] = {si->si_pid, monotonic_ns()};
+}
+
+void Tracer::program_ended() {
+  if (g_forward_pid.load() > 0) g_forward_pid = kEnded;  // its pid may be reused
 }
 
 bool Tracer::take_stop_request() { return g_stop_requested.exchange(false); }
@@ -117,12 +185,18 @@ Result<pid_t> Tracer::spawn() {
   for (const auto& a : opts_.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
+  // functracer's signal handlers must not run in the child: a signal that reaches it
+  // before it has its own dispositions back waits (blocked) until then.
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  for (const auto& d : g_saved_dispositions) sigaddset(&block, d.sig);
+  sigprocmask(SIG_BLOCK, &block, &old_mask);
   pid_t pid = ::fork();
-  if (pid < 0) return Error::from_errno(errno, "fork");
   if (pid == 0) {
     ::close(go[1]);
     ::close(err[0]);
     for (const auto& d : g_saved_dispositions) sigaction(d.sig, &d.action, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     char c;
     // Wait until the parent has seized us, so the exec is seen.
     if (::read(go[0], &c, 1) != 1) ::_exit(127);
@@ -131,6 +205,8 @@ Result<pid_t> Tracer::spawn() {
     if (::write(err[1], &e, sizeof e) < 0) ::_exit(127);
     ::_exit(127);
   }
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  if (pid < 0) return Error::from_errno(errno, "fork");
   ::close(go[0]);
   ::close(err[1]);
   unsigned long options = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
@@ -140,26 +216,54 @@ Result<pid_t> Tracer::spawn() {
     ::waitpid(pid, nullptr, 0);
     return Error::msg("cannot trace '" + prog + "': " + s.error().message);
   }
+  // From now on the program exists: functracer's stop signals go to it (one that came
+  // earlier too).
+  g_forward_pid = pid;
+  main_pid_ = pid;
+  forward_signals(false);
   if (::write(go[1], "x", 1) != 1) return Error::from_errno(errno, "cannot start '" + prog + "'");
   ::close(go[1]);
-  int e = 0;
-  ssize_t n;
-  do n = ::read(err[0], &e, sizeof e);
-  while (n < 0 && errno == EINTR);
-  ::close(err[0]);
-  if (n == static_cast<ssize_t>(sizeof e)) {
-    int status;
-    ::waitpid(pid, &status, __WALL);
-    return Error::from_errno(e, "cannot run '" + prog + "'");
+  // Until its exec the child is waited for here. A signal it gets meanwhile (a
+  // terminal's Ctrl-C, one passed on) is a signal-delivery stop to be answered:
+  // delivered, with the dispositions the program starts with.
+  for (;;) {
+    int status = 0;
+    pid_t w = ::waitpid(pid, &status, __WALL);
+    if (w < 0) {
+      if (errno == EINTR) {
+        forward_signals(false);
+        continue;
+      }
+      return Error::from_errno(errno, "waitpid");
+    }
+    ++stats_.stops;
+    WaitStatus ws = WaitStatus::classify(status);
+    if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed ||
+        (ws.kind == WaitStatus::Kind::EventStop && ws.event == PTRACE_EVENT_EXEC)) {
+      int e = 0;
+      ssize_t n = 0;
+      if (ws.kind == WaitStatus::Kind::Exited) {
+        do n = ::read(err[0], &e, sizeof e);
+        while (n < 0 && errno == EINTR);
+      }
+      ::close(err[0]);
+      if (n == static_cast<ssize_t>(sizeof e)) return Error::from_errno(e, "cannot run '" + prog + "'");
+      deferred_.emplace_back(pid, status);  // the loop handles the exec, or the death
+      return pid;
+    }
+    if (ws.kind == WaitStatus::Kind::SignalStop) (void)ptrace::cont(pid, ws.signal);
+    else if (ws.kind == WaitStatus::Kind::GroupStop) (void)ptrace::listen(pid);
+    else (void)ptrace::cont(pid, 0);
   }
-  return pid;
 }
 
 Result<int> Tracer::run_launch() {
   auto pid = spawn();
-  if (!pid) return pid.error();
+  if (!pid) {
+    g_forward_pid = kEnded;
+    return pid.error();
+  }
   main_pid_ = *pid;
-  g_forward_pid = *pid;
   auto proc = std::make_unique<Process>(*pid);
   Thread* t = proc->add_thread(*pid);
   threads_[*pid] = t;
@@ -167,12 +271,12 @@ Result<int> Tracer::run_launch() {
   loop();
   if (host_.crashed()) {
     // Let go of (loop() detached it): it runs on untraced to its end, still
-    // functracer's child, and functracer's signals are still passed on to it.
+    // functracer's child. A terminal's signals reach it directly.
     int status;
     while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
-  g_forward_pid = 0;
+  g_forward_pid = kEnded;
   host_.finish();
   return host_.crashed() ? 1 : main_exit_;
 }

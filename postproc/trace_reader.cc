@@ -178,8 +178,7 @@ const TraceRecord* TraceReader::read_record() {
     LineStatus st = read_line(line_);
     if (st == LineStatus::kEnd) return nullptr;
     if (st == LineStatus::kIncomplete) {
-      incomplete_line_ = true;
-      warn(line_no_, "the last line is incomplete (the trace was cut short); ignored");
+      incomplete_line_ = true;  // said in finish(), with the missing end record
       return nullptr;
     }
     std::string problem;
@@ -231,7 +230,12 @@ void TraceReader::finish() {
     warn(0, std::to_string(out_of_order_ - kMaxReportedLines) +
                 " more out-of-order sequence numbers not shown");
   }
-  if (!seen_end_record_) {
+  // One line says that the trace was cut short, however it was cut.
+  if (incomplete_line_ && line_no_ > 1) {
+    warn(line_no_, seen_end_record_ ? "the last line is incomplete (the trace was cut short); ignored"
+                                    : "the last line is incomplete (ignored) and the trace ends without an "
+                                      "exit, detach or killed record: it was cut short; reporting what it holds");
+  } else if (!seen_end_record_) {
     warn(line_no_, "the trace ends without an exit, detach or killed record (cut short?); "
                    "reporting what it holds");
   }

@@ -398,11 +398,11 @@ TEST(Leaks, TruncatedTraceWarnsAndReports) {
   LeakReport r = leaks({data("leaks-truncated.trace")}, diag);
   EXPECT_EQ(r.leaked_bytes, 77u);
   EXPECT_EQ(r.leaked_blocks, 1u);
-  ASSERT_EQ(diag.warnings.size(), 2u);
+  ASSERT_EQ(diag.warnings.size(), 1u);  // one line says it all
   EXPECT_TRUE(contains(diag.warnings[0], "leaks-truncated.trace:7: the last line is incomplete"))
       << diag.warnings[0];
-  EXPECT_TRUE(contains(diag.warnings[1], "without an exit, detach or killed record"))
-      << diag.warnings[1];
+  EXPECT_TRUE(contains(diag.warnings[0], "without an exit, detach or killed record"))
+      << diag.warnings[0];
 }
 
 TEST(Leaks, NotATraceIsAnError) {
@@ -781,9 +781,10 @@ TEST_F(Binary, LeaksOfATruncatedTrace) {
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(contains(r.out, "77 bytes in 1 block leaked (1 group, 1 process)")) << r.out;
   std::vector<std::string> err = split_lines(r.err);
-  ASSERT_EQ(err.size(), 2u) << r.err;
-  EXPECT_TRUE(contains(err[1], "functracer-postproc: warning: ")) << err[1];
-  EXPECT_TRUE(contains(err[1], "leaks-truncated.trace:7: the trace ends without")) << err[1];
+  ASSERT_EQ(err.size(), 1u) << r.err;
+  EXPECT_TRUE(contains(err[0], "functracer-postproc: warning: ")) << err[0];
+  EXPECT_TRUE(contains(err[0], "leaks-truncated.trace:7: the last line is incomplete")) << err[0];
+  EXPECT_TRUE(contains(err[0], "the trace ends without")) << err[0];
 }
 
 TEST_F(Binary, LeaksWarnsAboutAMismatchedModule) {
