@@ -22,7 +22,6 @@ ltrace and bpftrace are optional.
 
 import argparse
 import glob
-import json
 import os
 import re
 import shutil
@@ -130,13 +129,9 @@ def main():
             files = glob.glob(os.path.join(outdir, "*.trace"))
             if not files or not args.postproc:
                 return None
-            r, _ = benchlib.run([args.postproc, "calls", "--json"] + files, 1800)
+            calls = benchlib.traced_calls(args.postproc, files, "curve_hot")
             shutil.rmtree(outdir, ignore_errors=True)
-            try:
-                funcs = json.loads(r.stdout.decode())["functions"]
-            except (ValueError, KeyError):
-                return f"functracer-postproc calls --json failed: {r.stderr.decode()[-300:]}"
-            return sum(f["calls"] for f in funcs if f["name"].split("(")[0] == "curve_hot")
+            return calls
 
         tools = [("functracer", lambda pid: [args.functracer, "-q", "-p", str(pid), "-e", "calltrace", "-a",
                                              "curve_hot", "-o", outdir, "--stats"], ft_count)]

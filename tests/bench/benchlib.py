@@ -7,6 +7,7 @@ tables. Python 3 standard library only; imported by the scripts next to it.
 
 import contextlib
 import glob
+import json
 import os
 import re
 import shlex
@@ -153,6 +154,17 @@ def measure(name, cmd, repeats, program, expect_stdout, check=None, prepare=None
         m.loop_ns.append(ns)
         m.wall.append(wall)
     return m
+
+
+def traced_calls(postproc, files, function):
+    """Calls of `function` in the traces, by functracer-postproc calls --json; an
+    error message (str) when the report cannot be had."""
+    p, _ = run([postproc, "calls", "--json"] + list(files), 1800)
+    try:
+        funcs = json.loads(p.stdout.decode())["functions"]
+    except (ValueError, KeyError, TypeError):
+        return f"functracer-postproc calls --json failed: {p.stderr.decode()[-500:]}"
+    return sum(f["calls"] for f in funcs if f["name"].split("(")[0] == function)
 
 
 def count_records(trace_file):

@@ -20,14 +20,13 @@ usage: calltrace_vs_ltrace.py [-n N] [-r REPEATS] [--functracer PATH]
 
 import argparse
 import glob
-import json
 import os
 import re
 import shutil
 import sys
 
 import benchlib
-from benchlib import Table, measure, run
+from benchlib import Table, measure
 
 
 def main():
@@ -63,12 +62,9 @@ def main():
             m.extra["stats"] = benchlib.stats_line(err, ("stops", "events"))
             if args.postproc:
                 files = glob.glob(os.path.join(outdir, "*.trace"))
-                p, _ = run([args.postproc, "calls", "--json"] + files, 1800)
-                try:
-                    funcs = json.loads(p.stdout.decode())["functions"]
-                    calls = sum(f["calls"] for f in funcs if f["name"].split("(")[0] == "bench_fn")
-                except (ValueError, KeyError, TypeError):
-                    return f"functracer-postproc calls --json failed: {p.stderr.decode()[-500:]}"
+                calls = benchlib.traced_calls(args.postproc, files, "bench_fn")
+                if isinstance(calls, str):
+                    return calls
                 if calls != n:
                     return f"functracer recorded {calls} calls of bench_fn, not {n}"
             shutil.rmtree(outdir, ignore_errors=True)

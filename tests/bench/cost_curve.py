@@ -20,7 +20,6 @@ ltrace, heaptrack are optional.
 
 import argparse
 import glob
-import json
 import os
 import re
 import shutil
@@ -84,12 +83,9 @@ def main():
             m.extra["stats"] = err
             files = glob.glob(os.path.join(outdir, "*.trace"))
             if args.postproc:
-                p, _ = run([args.postproc, "calls", "--json"] + files, 1800)
-                try:
-                    funcs = json.loads(p.stdout.decode())["functions"]
-                    calls = sum(f["calls"] for f in funcs if f["name"].split("(")[0] == "curve_hot")
-                except (ValueError, KeyError, TypeError):
-                    return f"functracer-postproc calls --json failed: {p.stderr.decode()[-500:]}"
+                calls = benchlib.traced_calls(args.postproc, files, "curve_hot")
+                if isinstance(calls, str):
+                    return calls
                 if calls != n:
                     return f"functracer recorded {calls} calls of curve_hot, not {n}"
             shutil.rmtree(outdir, ignore_errors=True)

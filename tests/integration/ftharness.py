@@ -597,6 +597,38 @@ def check_trace(ck, label, outdir, pid):
     return a
 
 
+def attach_window(ck, label, cmd, outdir, target, seconds, timeout=30):
+    """Starts functracer -p (cmd), waits until it has attached, lets it trace for
+    `seconds`. Returns the running tracer, or None after a failure is reported (not
+    attached, or the tracer or the target ended early)."""
+    tracer = popen(cmd)
+    attached = wait_attached(outdir, timeout=timeout)
+    time.sleep(seconds)
+    if attached and tracer.poll() is None and target.poll() is None:
+        return tracer
+    if tracer.poll() is None:
+        tracer.kill()
+    _, terr = tracer.communicate()
+    ck.fail(f"{label}: not attached, or tracer or target ended early (tracer "
+            f"{tracer.returncode}, target {target.poll()})\ncommand: {fmt_cmd(cmd)}\n"
+            f"functracer stderr: {terr.decode()[-2000:]}")
+    return None
+
+
+def proc_stats():
+    """(pid, fields of /proc/PID/stat after the command name: state, ppid, pgrp,
+    session, ...) of every process that can be read."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        yield int(entry), stat[stat.rfind(")") + 2:].split()
+
+
 def areas(pid):
     """functracer's out-of-line areas in the process: anonymous r-x 1 MiB mappings."""
     n = 0

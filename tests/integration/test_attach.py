@@ -60,16 +60,8 @@ def busy(ck, binary, tmp):
             outdir = os.path.join(tmp, f"busy-{i}")
             cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "-o", outdir,
                    "-p", target.pid]
-            tracer = h.popen(cmd)
-            attached = h.wait_attached(outdir)
-            time.sleep(TRACE_SECONDS)
-            if not attached or tracer.poll() is not None or target.poll() is not None:
-                if tracer.poll() is None:
-                    tracer.kill()
-                _, terr = tracer.communicate()
-                ck.fail(f"{label}: not attached, or tracer or target ended early (tracer "
-                        f"{tracer.returncode}, target {target.poll()})\ncommand: {h.fmt_cmd(cmd)}\n"
-                        f"functracer stderr: {terr.decode()[-2000:]}")
+            tracer = h.attach_window(ck, label, cmd, outdir, target, TRACE_SECONDS)
+            if tracer is None:
                 return
             if not h.detach(ck, label, tracer, sig, cmd):
                 return
@@ -253,20 +245,8 @@ def blocked(ck, binary, tmp, replaced=False):
 
 
 def children_of(pid):
-    """Processes whose parent is pid (from /proc/*/stat)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            out.append(int(entry))
-    return out
+    """Processes whose parent is pid."""
+    return [p for p, fields in h.proc_stats() if len(fields) > 1 and int(fields[1]) == pid]
 
 
 def state_of(pid):

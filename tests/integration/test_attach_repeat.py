@@ -61,16 +61,9 @@ def main():
                 outdir = os.path.join(tmp, f"round-{i + 1}")
                 cmd = [h.functracer(), "-q", "-e", "calltrace"] + (["-e", "memtrace"] if memtrace else []) + \
                     ["-a", "at_*", "-o", outdir, "-p", target.pid]
-                tracer = h.popen(cmd)
-                attached = h.wait_attached(outdir, timeout=20)
-                time.sleep(WINDOWS[i % len(WINDOWS)])
-                if not attached or tracer.poll() is not None or target.poll() is not None:
-                    if tracer.poll() is None:
-                        tracer.kill()
-                    _, terr = tracer.communicate()
-                    ck.fail(f"{label}: not attached, or tracer or target ended early (tracer "
-                            f"{tracer.returncode}, target {target.poll()})\ncommand: {h.fmt_cmd(cmd)}\n"
-                            f"functracer stderr: {terr.decode()[-2000:]}")
+                tracer = h.attach_window(ck, label, cmd, outdir, target, WINDOWS[i % len(WINDOWS)],
+                                         timeout=20)
+                if tracer is None:
                     break
                 if not h.detach(ck, label, tracer, sig, cmd):
                     break

@@ -76,19 +76,7 @@ def trace_files(outdir):
 
 def session_members(sid):
     """Live (not zombie) processes of session sid."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
-            out.append((int(entry), fields[0]))
-    return out
+    return [(p, f[0]) for p, f in h.proc_stats() if len(f) > 3 and int(f[3]) == sid and f[0] != "Z"]
 
 
 def reap_orphans(statuses):
