@@ -39,6 +39,7 @@ struct Module {
   std::unique_ptr<DwarfParams> dwarf;  // opened on first use
   bool dwarf_tried = false;
   bool init_hooked = false;  // its .init carries a kHookModuleInit breakpoint (or cannot)
+  bool data_file = false;    // a mapped file that is not ELF (/etc/ld.so.cache, a locale archive)
 };
 
 // What the plugins want of a function: bit i of a mask stands for the i-th plugin;

@@ -332,6 +332,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
       copy->elf = m->elf;
       copy->bias = m->bias;
       copy->is_main = m->is_main;
+      copy->data_file = m->data_file;
       c.modules.push_back(std::move(copy));
     }
     c.breakpoints = pp.breakpoints;
@@ -643,6 +644,7 @@ Status Tracer::open_trace(Process& p) {
 }
 
 void Tracer::write_module(Process& p, const Module& m) {
+  if (m.data_file) return;
   TraceRecord r;
   r.type = "module";
   r.tid = p.pid();

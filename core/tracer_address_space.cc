@@ -244,6 +244,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   if (!elf) {
     if (elf.error().message.ends_with("not an ELF file")) {  // shared memory, data files
       FT_DEBUG("{}", elf.error().message);
+      m->data_file = true;  // kept to follow the map, not a module of the trace
     } else if (mm.deleted) {
       log::warn("{} was removed or replaced on disk since process {} loaded it, and cannot be read ({}): "
                 "its functions are not traced", mm.path, p.pid(), elf.error().message);
