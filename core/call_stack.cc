@@ -171,6 +171,7 @@ std::vector<std::pair<uint64_t, uint64_t>> CallStack::disarm() {
   for (auto& f : frames_) {
     if (f.armed && !f.tail && !f.site) out.emplace_back(f.slot, f.real_ret);
     if (!f.site) f.armed = false;
+    f.fast = false;
   }
   disarmed_ = true;
   return out;

@@ -35,6 +35,8 @@ struct ShadowFrame {
   bool inherited = false; // copied from the parent at fork: its call is in the parent's trace
   bool site = false;      // returns-twice function: its return is caught by a breakpoint at
                           // real_ret, not by the trampoline (the slot is left untouched)
+  bool fast = false;      // the slot holds the thread's return stub and the process holds a
+                          // record of it (fast_return.h): its return may come without a stop
 };
 
 class CallStack {
@@ -50,6 +52,8 @@ class CallStack {
   Entry push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
   // Remove the frame push() just added (the hijack could not be written).
   void pop_last() { frames_.pop_back(); }
+  // The frame push() just added hooks its return with the thread's stub.
+  void mark_last_fast() { frames_.back().fast = true; }
 
   struct Return;
   // A function that may return twice (setjmp, vfork, getcontext) was entered. Its

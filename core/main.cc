@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
                    ev, s.calls, s.returns, s.unwound, s.lifecycle, s.stops,
                    ev ? static_cast<double>(s.stops) / static_cast<double>(ev) : 0.0, s.breakpoints, s.refused,
                    secs, ev ? secs * 1e6 / static_cast<double>(ev) : 0.0);
+    if (s.fast_frames)
+      ft::log::error("{} returns hooked in the process, {} of them returned without a stop", s.fast_frames,
+                     s.fast_returns);
     const auto& bt = ft::Backtracer::totals();
     if (bt.backtraces)
       ft::log::error("{} backtraces ({:.1f} frames each, {} through frame rules alone), {} stack reads, "

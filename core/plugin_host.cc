@@ -73,12 +73,17 @@ uint64_t host_retval(ft_ctx* c) {
 }
 
 long host_read_memory(ft_ctx* c, ft_addr addr, void* buf, size_t n) {
+  if (c->deferred) return -1;
   auto r = c->process->mem().read(RemoteAddr(addr), {static_cast<uint8_t*>(buf), n});
   return r ? static_cast<long>(*r) : -1;
 }
 
 long host_read_string(ft_ctx* c, ft_addr addr, char* buf, size_t n) {
   if (n == 0) return -1;
+  if (c->deferred) {
+    buf[0] = 0;
+    return -1;
+  }
   auto r = c->process->mem().read_string(RemoteAddr(addr), n - 1);
   if (!r) {
     buf[0] = 0;
@@ -121,7 +126,7 @@ uint64_t host_fp_arg(ft_ctx* c, unsigned i) {
 }
 
 int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
-  if (!c->thread || max <= 0 || !frames) return 0;
+  if (!c->thread || max <= 0 || !frames || c->deferred) return 0;
   Registers regs;
   if (c->regs) {
     regs = *c->regs;
@@ -391,6 +396,7 @@ PluginHost::Interest PluginHost::offer(const ft_symbol& sym) {
     guarded(i, "symbol", [&] { f = p->symbol(p->data, &sym, &tag); });
     if (f & FT_TRACE_ENTRY) in.entry_mask |= 1ull << i;
     if (f & FT_TRACE_RETURN) in.return_mask |= 1ull << i;
+    if ((f & FT_TRACE_RETURN) && (f & FT_TRACE_RETURN_VALUE)) in.value_only_mask |= 1ull << i;
     if (f & FT_TRACE_PARAMS) in.params = true;
     if ((f & (FT_TRACE_ENTRY | FT_TRACE_RETURN)) && tag != 0) in.tags.emplace_back(static_cast<uint32_t>(i), tag);
   }

@@ -35,6 +35,9 @@ struct ft_ctx {
   // present stack above that caller's frame, if it is still there.
   uint64_t unwound_ret = 0;
   const ft_syscall* syscall = nullptr;  // at a system call stop
+  // A return handled in the process, reported later (fast_return.h): only the return
+  // registers are known; memory and the stack have moved on.
+  bool deferred = false;
 };
 
 namespace ft {

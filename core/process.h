@@ -21,6 +21,7 @@
 #include "core/call_stack.h"
 #include "core/dwarf_params.h"
 #include "core/elf_image.h"
+#include "core/fast_return.h"
 #include "core/module_map.h"
 #include "core/remote_addr.h"
 #include "core/remote_memory.h"
@@ -47,12 +48,14 @@ struct Module {
 // chose one.
 struct Interest {
   uint64_t entry_mask = 0, return_mask = 0;
+  uint64_t value_only_mask = 0;  // plugins whose returns need only the return registers
   bool params = false;
   std::vector<std::pair<uint32_t, uint64_t>> tags;
   bool any() const { return entry_mask || return_mask; }
   void merge(const Interest& o) {
     entry_mask |= o.entry_mask;
     return_mask |= o.return_mask;
+    value_only_mask |= o.value_only_mask;
     params = params || o.params;
     for (const auto& t : o.tags)
       if (tag_of(t.first) == 0) tags.push_back(t);
@@ -82,6 +85,9 @@ struct FunctionInfo {
   RemoteAddr address;
   uint64_t entry_mask = 0;   // plugins that want calls
   uint64_t return_mask = 0;  // plugins that want returns
+  uint64_t value_only_mask = 0;  // of those, the ones that need only the return registers
+  // Its returns may be handled in the process (see fast_return.h).
+  bool fast_return() const { return return_mask && (return_mask & ~value_only_mask) == 0; }
   std::vector<std::pair<uint32_t, uint64_t>> tags;  // as in Interest
   uint64_t tag_of(uint32_t plugin) const {
     for (const auto& [i, tag] : tags)
@@ -129,6 +135,14 @@ struct Thread {
   long syscall_nr = -1;  // the system call between its entry and exit stops
   // Where _Unwind_Backtrace returns to (ip, sp after the return): rearm there.
   uint64_t rearm_ip = 0, rearm_sp = 0;
+  // Returns handled in the process (fast_return.h): the thread's block, -1 if none,
+  // and the records functracer wrote there (slot, real return address), outermost
+  // first, as it last knew them: the fast frames of `stack`, in order.
+  int fast_slot = -1;
+  std::vector<std::pair<uint64_t, uint64_t>> fast_records;
+  // The word at sp_word_at (the thread's sp at this stop), read with the records.
+  bool sp_word_valid = false;
+  uint64_t sp_word_at = 0, sp_word = 0;
 };
 
 class Process {
@@ -147,6 +161,22 @@ class Process {
   std::vector<PendingIfunc> ifuncs;  // not resolved yet
   std::unordered_map<uint64_t, uint64_t> ifunc_impls;  // implementation -> resolver, once resolved
   RemoteAddr trampoline;
+  // Returns handled in the process (fast_return.h): the mapping (null: not mapped
+  // yet), whether it cannot be (no fast returns in this process), which thread has
+  // each block (0: free) and each block's stub (null: not written yet).
+  RemoteAddr fast_data;
+  bool fast_unavailable = false;
+  std::vector<pid_t> fast_owner;
+  std::vector<RemoteAddr> fast_stubs;
+  std::unordered_map<uint64_t, int> fast_stub_slot;  // stub address -> block
+  // A hijacked return address: the trampoline or a thread's stub.
+  bool is_return_hook(uint64_t v) const { return (!trampoline.null() && v == trampoline.value()) || fast_stub_slot.count(v); }
+  // The stub whose slow path stopped at `at` (the int3), or -1.
+  int fast_slow_stop(RemoteAddr at) const {
+    if (fast_stub_slot.empty()) return -1;
+    auto it = fast_stub_slot.find(at.value() - fastret::kSlowTrapOffset);
+    return it == fast_stub_slot.end() ? -1 : it->second;
+  }
   RemoteAddr r_debug;
   std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace  // the dynamic linker's struct r_debug, if known
   std::map<pid_t, std::unique_ptr<Thread>> threads;

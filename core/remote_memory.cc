@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -120,5 +121,30 @@ Status RemoteMemory::poke(pid_t stopped_tid, RemoteAddr addr, uint64_t v) const 
     return {};
   return write_u64(addr, v);
 }
+
+namespace {
+
+Status move_pieces(pid_t pid, std::span<const RemoteMemory::Piece> pieces, bool write) {
+  constexpr size_t kMax = 8;
+  if (pieces.size() > kMax) return Error::msg("too many pieces");
+  iovec local[kMax], remote[kMax];
+  size_t total = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    local[i] = {pieces[i].local, pieces[i].len};
+    remote[i] = {reinterpret_cast<void*>(pieces[i].addr.value()), pieces[i].len};
+    total += pieces[i].len;
+  }
+  ssize_t n = write ? ::process_vm_writev(pid, local, pieces.size(), remote, pieces.size(), 0)
+                    : ::process_vm_readv(pid, local, pieces.size(), remote, pieces.size(), 0);
+  if (n < 0) return Error::from_errno(errno, fmt::format("cannot {} memory of process {}", write ? "write" : "read", pid));
+  if (static_cast<size_t>(n) != total)
+    return Error::msg(fmt::format("cannot {} memory of process {}: {} of {} bytes", write ? "write" : "read", pid, n, total));
+  return {};
+}
+
+}  // namespace
+
+Status RemoteMemory::read_pieces(std::span<const Piece> pieces) const { return move_pieces(pid_, pieces, false); }
+Status RemoteMemory::write_pieces(std::span<const Piece> pieces) const { return move_pieces(pid_, pieces, true); }
 
 }  // namespace ft

@@ -40,6 +40,16 @@ class RemoteMemory {
   // allocates a bounce page per call. Falls back to /proc/PID/mem on failure.
   Result<uint64_t> peek(pid_t stopped_tid, RemoteAddr addr) const;
   Status poke(pid_t stopped_tid, RemoteAddr addr, uint64_t v) const;
+  // Several pieces in one system call (process_vm_readv/writev), each whole or the
+  // call fails. Only for memory the process itself may read or write (its stack, its
+  // data): these calls do not override page protections.
+  struct Piece {
+    RemoteAddr addr;
+    void* local;
+    size_t len;
+  };
+  Status read_pieces(std::span<const Piece> pieces) const;
+  Status write_pieces(std::span<const Piece> pieces) const;
   // A NUL-terminated string of at most max bytes (longer ones are cut).
   Result<std::string> read_string(RemoteAddr addr, size_t max) const;
 

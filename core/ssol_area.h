@@ -4,7 +4,9 @@
 //    address points to (first area of a process only);
 //  - a `syscall; int3` stub used to inject later syscalls;
 //  - one slot per entry breakpoint: the displaced instruction, relocated, followed by
-//    a jump back. Slots are written once, before their breakpoint is planted, and hold
+//    a jump back;
+//  - two slots per thread block of returns handled in the process: its stub
+//    (fast_return.h). Slots are written once, before their breakpoint is planted, and hold
 //    no per-thread state, so any number of threads can run through them at once.
 // The area is mapped r-x; functracer writes to it through /proc/PID/mem. It is placed
 // within +-2 GiB of the module it serves so RIP-relative operands can be re-encoded;

@@ -15,6 +15,8 @@ unsigned hooks_for(const std::string& name) {
     return kHookUnwindStart | kHookKeepReturnAddress;
   if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace | kHookKeepReturnAddress;
   if (name == "__cxa_begin_catch") return kHookCatch;
+  if (name == "_exit" || name == "_Exit" || name == "execve" || name == "execveat" || name == "fexecve")
+    return kHookImageEnd;
   // Functions whose return address must stay what the caller pushed. Those that
   // return twice: setjmp stores it in the jmp_buf, a vfork child returns through the
   // parent's stack, getcontext saves it. Those that look at it: the dl* functions

@@ -19,6 +19,8 @@ enum InternalHook : unsigned {
   kHookReturnSite = 1u << 4,    // the return address of such a call
   kHookBacktrace = 1u << 5,     // _Unwind_Backtrace: rearm when it returns
   kHookModuleInit = 1u << 6,    // a module's .init: everything loaded so far is relocated
+  kHookImageEnd = 1u << 7,      // _exit, execve & co: a stop before the process's memory
+                                // goes, to read the returns it handled (fast_return.h)
 };
 
 unsigned hooks_for(const std::string& name);

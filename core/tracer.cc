@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/check.h"
@@ -42,6 +43,7 @@ Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host)
   g_tracer = this;
   start_ns_ = monotonic_ns();
   enabled_ = !opts.start_disabled;
+  if (const char* v = std::getenv("FT_FAST_RETURNS"); v && std::strcmp(v, "0") == 0) fast_returns_ = false;
   // Polling only makes sense when the traced threads have another CPU to run on.
   cpu_set_t cpus;
   if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2) spin_ns_ = kSpinNs;
@@ -79,10 +81,11 @@ void Tracer::on_engine_fault(int sig, void* addr) {
         if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
         if (auto regs = ptrace::get_regs(tid)) {
           uint64_t at = regs->ip() - 1;
-          if (p->breakpoints.count(at) || p->is_trampoline(RemoteAddr(at))) {
+          bool hook = p->is_trampoline(RemoteAddr(at)) || p->fast_slow_stop(RemoteAddr(at)) >= 0;
+          if (p->breakpoints.count(at) || hook) {
             // On the original instruction again; a return through the trampoline
             // goes to the real return address, which is the frame's own.
-            if (p->is_trampoline(RemoteAddr(at)) && !th->stack.empty()) regs->set_ip(th->stack.frames().back().real_ret);
+            if (hook && !th->stack.empty()) regs->set_ip(th->stack.frames().back().real_ret);
             else regs->set_ip(at);
             (void)ptrace::set_regs(tid, *regs);
           }
@@ -238,6 +241,10 @@ void Tracer::handle_status(pid_t tid, int status) {
     return;
   }
   FT_DEBUG("tid {}: {}", tid, ws.describe());
+  // Returns the process handled itself come before anything seen at this stop.
+  // (a SIGTRAP stop: in handle_sigtrap, with the thread's registers)
+  bool sigtrap = ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP && !detaching_;
+  if (WIFSTOPPED(status) && !sigtrap) drain_fast(*t->process);
   if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
     thread_gone(*t, ws);
     return;
@@ -344,6 +351,21 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     nt = c.add_thread(new_tid);
     nt->stack = parent.stack;  // the child's stack is a copy of the forking thread's
     nt->stack.mark_inherited();
+    // The stubs are in the copy too; the forking thread's block is the child's.
+    c.fast_stubs = pp.fast_stubs;
+    c.fast_stub_slot = pp.fast_stub_slot;
+    if (shares_mm) {
+      c.fast_unavailable = true;  // the parent's blocks: not the child's to use
+    } else {
+      c.fast_data = pp.fast_data;
+      c.fast_unavailable = pp.fast_unavailable;
+      if (!pp.fast_owner.empty()) c.fast_owner.assign(pp.fast_owner.size(), 0);
+      if (parent.fast_slot >= 0) {
+        c.fast_owner[parent.fast_slot] = new_tid;
+        nt->fast_slot = parent.fast_slot;
+        nt->fast_records = parent.fast_records;
+      }
+    }
     threads_[new_tid] = nt;
     if (auto s = c.mem().open(); !s) log::warn("{}", s.error().message);
     if (!opts_.follow_forks) {
@@ -407,6 +429,13 @@ void Tracer::forget_image(Thread& t) {
   p.trampoline = RemoteAddr();
   p.r_debug = RemoteAddr();
   p.scratch = RemoteAddr();
+  p.fast_data = RemoteAddr();
+  p.fast_unavailable = false;
+  p.fast_owner.clear();
+  p.fast_stubs.clear();
+  p.fast_stub_slot.clear();
+  t.fast_slot = -1;
+  t.fast_records.clear();
 }
 
 void Tracer::handle_exec(Thread& t) {
@@ -449,6 +478,8 @@ void Tracer::handle_exec(Thread& t) {
 
 void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   Process& p = *t.process;
+  if (t.tid != p.pid()) drain_fast(p);  // the process's memory is still there
+  release_fast(t);
   uint64_t now = monotonic_ns();
   if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
   if (t.tid == p.pid()) {
@@ -560,9 +591,10 @@ void Tracer::on_syscall(Thread& t) {
 void Tracer::handle_sigtrap(Thread& t) {
   Process& p = *t.process;
   auto regs = ptrace::get_regs(t.tid);
+  drain_fast(p, regs ? &t : nullptr, regs ? regs->sp() : 0);
   if (!regs) return;  // vanished; its exit status follows
   RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
-  if (p.is_trampoline(at)) {
+  if (p.is_trampoline(at) || p.fast_slow_stop(at) >= 0) {
     on_return(t, *regs);
     return;
   }
@@ -604,6 +636,16 @@ void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, c
     host_.unwound(c, fn, reason);
     ++stats_.unwound;
   }
+}
+
+void Tracer::record_lost(Process& p, Thread& t, int64_t count, const std::string& reason) {
+  if (p.silent && !p.reports_to) return;
+  TraceRecord r;
+  r.type = "lost";
+  r.add("count", count);
+  r.add("reason", reason);
+  ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+  host_.record(c, r);
 }
 
 void Tracer::lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,

@@ -5,7 +5,8 @@
 //
 // Cost model: an entry breakpoint costs one ptrace stop (the displaced instruction is
 // emulated or run out of line, never single-stepped); a traced return costs one more
-// (the trampoline). Registers are fetched once per stop and written back at most once.
+// (the trampoline), or none when only its value is wanted (handled in the process,
+// fast_return.h). Registers are fetched once per stop and written back at most once.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +37,8 @@ struct TracerStats {
   uint64_t syscalls = 0;      // system call entries and exits reported
   uint64_t breakpoints = 0;   // planted
   uint64_t refused = 0;       // functions that could not be traced safely
+  uint64_t fast_frames = 0;   // returns hooked with a thread's stub (fast_return.h)
+  uint64_t fast_returns = 0;  // of those, returns handled in the process without a stop
   uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }
 };
 
@@ -157,16 +161,35 @@ class Tracer {
   // The trampoline was reached: pops the frame, reports the return and points regs at
   // the real return address. False when no frame answers for it.
   bool finish_return(Thread& t, Registers& regs);
+  // Returns handled in the process (tracer_fast_return.cc). fast_block: the thread's
+  // block, set up on first use (-1: none). fast_push: hooks the return at [slot] with
+  // the thread's stub and records it; false when it cannot (use the trampoline).
+  // drain_fast: reports the returns the process handled since the last stop (call it
+  // before handling any stop of the process). sync_fast: writes the thread's records
+  // again after its shadow stack changed other than by a push or a drained return.
+  int fast_block(Process& p, Thread& t, Registers& regs);
+  bool fast_push(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret);
+  // stopped, sp: the thread whose stop this is and its sp; the word there is read
+  // along (Thread::sp_word).
+  void drain_fast(Process& p, Thread* stopped = nullptr, uint64_t sp = 0);
+  void sync_fast(Thread& t);
+  void release_fast(Thread& t);
+  bool fast_allowed(const Process& p) const {
+    return fast_returns_ && !p.silent && !p.reports_to && !p.fast_unavailable;
+  }
 
   // Reporting.
   ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0);
-  void emit(Process& p, Thread* t, TraceRecord r);
+  // A `lost` record: count events of thread t that cannot be recorded, and why.
+  void record_lost(Process& p, Thread& t, int64_t count, const std::string& reason);
   void lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
                  TraceRecord r, const std::string& line);
   // frames: innermost first, already popped; base_depth: how many frames are below them.
   void report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
                       size_t base_depth);
-  void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now);
+  // deferred: the record of a return handled in the process (its xmm0), or null.
+  void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
+                      const fastret::Record* deferred = nullptr);
   // Reports frames abandoned by a longjmp and un-hijacks any that still hold the
   // trampoline.
   void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
@@ -185,6 +208,8 @@ class Tracer {
   pid_t main_pid_ = 0;
   int main_exit_ = 0;
   bool enabled_ = true;
+  bool fast_returns_ = true;  // FT_FAST_RETURNS=0 turns returns handled in the process off
+  std::optional<fastret::TscClock> tsc_;  // created at the first such return
   bool attach_mode_ = false;  // -p: functracer's SIGINT/SIGTERM detach instead of being passed on
   bool detaching_ = false;    // stopping every thread to let go of them
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)

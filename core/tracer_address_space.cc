@@ -308,6 +308,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
     fi.address = RemoteAddr(addr);
     fi.entry_mask = in.entry_mask;
     fi.return_mask = in.return_mask;
+    fi.value_only_mask = in.value_only_mask;
     fi.tags = in.tags;
     if (in.params && m.elf) {
       if (!m.dwarf_tried) {
@@ -342,6 +343,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
         FunctionInfo& fi = p.functions[bp.fn];
         fi.entry_mask |= in.entry_mask;
         fi.return_mask |= in.return_mask;
+        fi.value_only_mask |= in.value_only_mask;
         for (const auto& tag : in.tags)
           if (fi.tag_of(tag.first) == 0) fi.tags.push_back(tag);
       }

@@ -351,7 +351,7 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
         auto regs = ptrace::get_regs(tid);
         if (!regs) return;
         RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
-        if (p.is_trampoline(at)) {
+        if (p.is_trampoline(at) || p.fast_slow_stop(at) >= 0) {
           if (!finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
           (void)ptrace::set_regs(tid, *regs);
@@ -373,6 +373,15 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
 
 void Tracer::adopt_areas(Process& p, const std::vector<MapsEntry>& maps) {
   for (const auto& e : maps) {
+    if (e.path.empty() && e.end - e.start == fastret::kDataSize && e.r && e.w && !e.x && p.fast_data.null()) {
+      // The return records of an earlier functracer (fast_return.h): every block is
+      // free again, their tops are reset as threads take them.
+      if (auto mark = p.mem().read_u64(RemoteAddr(e.start)); mark && *mark == fastret::kDataMark) {
+        p.fast_data = RemoteAddr(e.start);
+        FT_DEBUG("process {}: adopted the return records at {:#x}", p.pid(), e.start);
+      }
+      continue;
+    }
     if (!e.path.empty() || e.end - e.start != SsolArea::kSize || !e.r || e.w || !e.x) continue;
     uint8_t head[SsolArea::kMarkOffset + 16] = {};
     if (!p.mem().read_exact(RemoteAddr(e.start), head)) continue;
@@ -406,16 +415,18 @@ void Tracer::remove_instrumentation(Process& p) {
     for (const auto& f : t->stack.frames()) {
       if (!f.armed || f.tail || f.site) continue;
       auto v = p.mem().read_u64(RemoteAddr(f.slot));
-      if (v && *v == p.trampoline.value()) (void)p.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
+      if (v && p.is_return_hook(*v)) (void)p.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
     }
 }
 
 void Tracer::detach_process(Process& p) {
+  drain_fast(p);
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads) {
     if (p.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
-    if (regs && p.is_trampoline(RemoteAddr(regs->ip())) && finish_return(*t, *regs))
+    if (regs && (p.is_trampoline(RemoteAddr(regs->ip())) || p.fast_stub_slot.count(regs->ip())) &&
+        finish_return(*t, *regs))
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/tracer.h"
 #include "core/check.h"
@@ -68,6 +69,9 @@ void Tracer::rearm(Thread& t, uint64_t sp) {
 
 void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Process& p = *t.process;
+  // A hijacked return address, whichever thread's stub it is, is "the trampoline" to
+  // the shadow stack.
+  auto hook_value = [&p](uint64_t v) { return p.is_return_hook(v) ? p.trampoline.value() : v; };
   uint64_t addr = bp_ref.addr.value();
   unsigned hooks = bp_ref.hooks;
   Registers at_breakpoint = regs;
@@ -114,7 +118,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (hooks & kHookCatch) rearm(t, regs.sp());
   if (hooks & kHookBacktrace) {
     // backtrace() returns normally: put the trampolines back when it does.
-    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && *ret != p.trampoline.value()) {
+    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && !p.is_return_hook(*ret)) {
       if (Breakpoint* site = plant_raw(p, t, regs, *ret, "_Unwind_Backtrace return site")) {
         site->hooks |= kHookReturnSite;
         t.rearm_ip = *ret;
@@ -127,7 +131,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     // _setjmp@plt): it would save the trampoline as its return address. Hand those
     // frames over to a return-site breakpoint and put the real address back.
     if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())))
-      if (uint64_t real = t.stack.to_site(regs.sp(), p.trampoline.value(), *ret)) {
+      if (uint64_t real = t.stack.to_site(regs.sp(), p.trampoline.value(), hook_value(*ret))) {
         (void)p.mem().poke(t.tid, RemoteAddr(regs.sp()), real);
         if (Breakpoint* site = plant_raw(p, t, regs, real, "return site"))
           site->hooks |= kHookReturnSite;
@@ -141,10 +145,13 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
     if (fn.return_mask) {
       RemoteAddr slot(regs.sp());
-      auto ret = p.mem().peek(t.tid, slot);
+      // Read with the return records at the start of the stop, unless a hook may have
+      // written there since.
+      auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot.value() ? Result<uint64_t>(t.sp_word)
+                                                                         : p.mem().peek(t.tid, slot);
       if (ret && (hooks & kHookKeepReturnAddress)) {
         // Catch the return with a breakpoint at the return address.
-        auto e = t.stack.push_site(slot.value(), *ret, p.trampoline.value(), fn_id, now);
+        auto e = t.stack.push_site(slot.value(), hook_value(*ret), p.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
@@ -155,19 +162,26 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
           t.stack.pop_last();
         }
       } else if (ret) {
-        auto e = t.stack.push(slot.value(), *ret, p.trampoline.value(), fn_id, now);
-        if (!e.abandoned.empty()) abandon(t, e.abandoned, now, t.stack.depth() - 1);
+        auto e = t.stack.push(slot.value(), hook_value(*ret), p.trampoline.value(), fn_id, now);
+        if (!e.abandoned.empty()) {
+          abandon(t, e.abandoned, now, t.stack.depth() - 1);
+          sync_fast(t);
+        }
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
-        if (e.write_trampoline) {
+        if (e.write_trampoline && fn.fast_return() && fast_allowed(p) && fast_push(t, regs, slot.value(), *ret)) {
+          t.stack.mark_last_fast();
+        } else if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
             t.stack.pop_last();
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
+            record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + s.error().message);
           }
         }
       } else {
         // The call is reported, its return cannot be: say so rather than leave an
         // open frame nobody explains.
         log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, ret.error().message);
+        record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + ret.error().message);
       }
     }
     if (fn.entry_mask) {
@@ -177,6 +191,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       ++stats_.calls;
     }
   }
+  if (hooks) sync_fast(t);  // the hooks may have changed the shadow stack
   if (auto s = apply_relocation(p, *bp, regs); !s) {
     // The emulated instruction touched memory the program cannot touch either (a
     // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
@@ -191,7 +206,8 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   resume(t);
 }
 
-void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now) {
+void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
+                            const fastret::Record* deferred) {
   Process& p = *t.process;
   if (p.silent && !p.reports_to) return;
   size_t base = t.stack.depth() - t.stack.inherited();
@@ -203,6 +219,11 @@ void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::R
     const FunctionInfo& fn = p.functions[r.returned[i].fn];
     ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
     c.return_to = r.real_ret;
+    if (deferred) {
+      c.deferred = true;
+      std::memcpy(c.fp.xmm_space, &deferred->xmm0, sizeof deferred->xmm0);
+      c.fp_valid = true;
+    }
     host_.ret(c, fn);
     ++stats_.returns;
   }
@@ -217,7 +238,7 @@ void Tracer::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t
   for (const ShadowFrame& f : frames) {
     if (!f.armed || f.tail || f.site) continue;
     auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
-    if (v && *v == p.trampoline.value()) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
+    if (v && p.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
   }
   report_unwound(t, frames, "longjmp", now, base_depth);
 }
@@ -245,6 +266,7 @@ void Tracer::on_return(Thread& t, Registers& regs) {
   bool found = finish_return(t, regs);
   FT_CHECK(found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
            regs.dump().c_str());
+  sync_fast(t);
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
 }

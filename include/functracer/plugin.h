@@ -45,6 +45,13 @@ enum {
   FT_TRACE_ENTRY = 1u << 0,  /* report calls */
   FT_TRACE_RETURN = 1u << 1, /* report returns (hijacks the return address) */
   FT_TRACE_PARAMS = 1u << 2, /* look up parameter types in DWARF (ft_function.params) */
+  /* With FT_TRACE_RETURN: this plugin's `ret` callback for the function uses only the
+   * return registers (retval, fp_arg 0), time, depth, pid and tid — no memory, no
+   * backtrace. When every plugin that wants the function's returns says so, its
+   * returns are handled inside the traced process without a stop and delivered at the
+   * process's next stop, in order, before any later event of that process; read_memory
+   * and read_string then fail and backtrace finds no frames. */
+  FT_TRACE_RETURN_VALUE = 1u << 3,
 };
 
 /* A function symbol offered to plugins when its module is mapped. */

@@ -108,7 +108,7 @@ std::string without_params(const char* demangled) {
 }
 
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
-  const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_PARAMS;
+  const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE | FT_TRACE_PARAMS;
   if (state.patterns.empty()) {
     if (!sym->is_main_program || sym->is_plt || compiler_generated(sym->name)) return 0;
     return want;

@@ -99,6 +99,7 @@ PROGRAMS = {
     "dlopen": Prog("dl_*,dll_*", [Run(["@PROGS@/dlopen_lib.so"])]),
     # dlsym and dlopen live in libc: uprobes on this binary cannot count them.
     "floats": Prog("fl_*"),
+    "fastret": Prog("fr_*"),
     "dlcaller": Prog("dc_*,dlsym,dlopen", no_uprobes="dlsym and dlopen are in libc"),
 }
 

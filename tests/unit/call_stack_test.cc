@@ -553,12 +553,9 @@ TEST(CallStack, NearbySlotsAreTheSameStack) {
   EXPECT_EQ(fns(e.abandoned), Fns{kG});
 }
 
-// Disabled: off by one against the header. call_stack.h says "Slots farther apart
-// than this are on different stacks", so slots exactly kSameStackDistance apart are
-// on the same stack and the deeper frame should be abandoned; drop_below() breaks on
-// `slot - top.slot >= kSameStackDistance` (call_stack.cc:9) and keeps it. Harmless
-// in practice (one exact distance out of 2^64), but the code and the contract
-// disagree; either the comparison should be `>` or the comment "this far or farther".
+// call_stack.h: "Slots farther apart than this are on different stacks", so slots
+// exactly kSameStackDistance apart are on the same stack and the deeper frame is
+// abandoned.
 TEST(CallStack, SlotsExactlyTheDistanceApartAreTheSameStack) {
   CallStack s;
   const uint64_t exact = kTop - 0x40 - CallStack::kSameStackDistance;
@@ -568,22 +565,13 @@ TEST(CallStack, SlotsExactlyTheDistanceApartAreTheSameStack) {
   EXPECT_EQ(fns(e.abandoned), Fns{kG});
 }
 
-// Disabled: real bug, functracer aborts. siglongjmp out of a traced handler that runs
-// on a far alternate stack (the usual stack-overflow recovery pattern: SIGSEGV
-// handler on a sigaltstack, siglongjmp back to a sigsetjmp in g):
-//   f -> g on the main stack; handler h on the alternate stack; h siglongjmps into g;
-//   g returns.
-// At g's return the top frame (h) is farther than kSameStackDistance, so drop_below()
-// (call_stack.cc:8-9) stops at it without looking further; pop() then compares the
-// top frame's slot with g's, finds no match and returns found=false, and
-// Tracer::on_return (tracer.cc:691) fails its FT_CHECK and aborts the tracer (the
-// tracee dies with it through PTRACE_O_EXITKILL). A push on the main stack in
-// between does not help: it also stops at h and leaves it on top for good.
-// Every frame pushed after g must be gone once g returns through the trampoline (a
-// thread returns from g only after everything it entered later has finished or was
-// jumped out of), whichever stack it was on; so h should be reported as abandoned
-// and g found. (Stack switching with swapcontext would need more than this, but
-// must not crash either.)
+// siglongjmp out of a traced handler that runs on a far alternate stack (the usual
+// stack-overflow recovery pattern: SIGSEGV handler on a sigaltstack, siglongjmp back
+// to a sigsetjmp in g): f -> g on the main stack; handler h on the alternate stack;
+// h siglongjmps into g; g returns. Every frame pushed after g is gone once g returns
+// through the trampoline (a thread returns from g only after everything it entered
+// later has finished or was jumped out of), whichever stack it was on: h is reported
+// as abandoned and g found (hostile-targets, fault-longjmp-altstack, runs it for real).
 TEST(CallStack, SiglongjmpOutOfAFarAltStackHandler) {
   CallStack s;
   const uint64_t alt = 0x555555560000 + 0x8000;

@@ -1,0 +1,209 @@
+// Tracer, part 6: returns handled inside the traced process (see fast_return.h) —
+// the per-thread blocks and stubs, recording a fast frame at an entry, reading the
+// returns back at the next stop, and keeping the process's records equal to the
+// shadow stack's fast frames when a stop changed them.
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/tracer.h"
+#include "core/log.h"
+
+namespace ft {
+
+using fastret::Record;
+
+int Tracer::fast_block(Process& p, Thread& t, Registers& regs) {
+  if (t.fast_slot >= 0) return t.fast_slot;
+  if (p.fast_unavailable || p.areas.empty()) return -1;
+  if (p.fast_data.null()) {
+    auto rc = inject_syscall(t, regs, p.areas.front()->syscall_stub(), SYS_mmap,
+                             {0, fastret::kDataSize, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, static_cast<uint64_t>(-1), 0});
+    if (!rc || *rc > static_cast<uint64_t>(-4096)) {
+      FT_DEBUG("process {}: no memory for returns handled in the process; the trampoline handles them", p.pid());
+      p.fast_unavailable = true;
+      return -1;
+    }
+    if (auto s = p.mem().write_u64(RemoteAddr(*rc), fastret::kDataMark); !s) {
+      p.fast_unavailable = true;
+      return -1;
+    }
+    p.fast_data = RemoteAddr(*rc);
+  }
+  if (p.fast_owner.empty()) {
+    p.fast_owner.assign(fastret::kMaxSlots, 0);
+    p.fast_stubs.assign(fastret::kMaxSlots, RemoteAddr());
+  }
+  auto free_slot = std::find(p.fast_owner.begin(), p.fast_owner.end(), 0);
+  if (free_slot == p.fast_owner.end()) return -1;
+  int k = static_cast<int>(free_slot - p.fast_owner.begin());
+  uint64_t top_addr = p.fast_data.value() + fastret::top_offset(k);
+  if (p.fast_stubs[k].null()) {
+    // Two consecutive out-of-line slots.
+    static_assert(fastret::kStubSize <= 2 * SsolArea::kSlotSize);
+    RemoteAddr at;
+    for (auto& a : p.areas) {
+      if (a->next_offset() + 2 * SsolArea::kSlotSize > SsolArea::kSize) continue;
+      at = a->allocate_slot();
+      (void)a->allocate_slot();
+      break;
+    }
+    if (at.null()) return -1;
+    auto code = fastret::stub_code(top_addr, p.fast_data.value() + fastret::block_offset(k));
+    if (auto s = p.mem().write(at, code); !s) return -1;
+    p.fast_stubs[k] = at;
+    p.fast_stub_slot[at.value()] = k;
+  }
+  if (auto s = p.mem().write_u64(RemoteAddr(top_addr), 0); !s) return -1;
+  *free_slot = t.tid;
+  t.fast_slot = k;
+  t.fast_records.clear();
+  return k;
+}
+
+bool Tracer::fast_push(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret) {
+  Process& p = *t.process;
+  if (t.stack.disarmed() || t.fast_records.size() >= fastret::kCapacity) return false;
+  int k = fast_block(p, t, regs);
+  if (k < 0) return false;
+  uint64_t n = t.fast_records.size();
+  uint64_t stub = p.fast_stubs[k].value();
+  uint64_t head[2] = {slot, real_ret};
+  uint64_t top = n + 1;
+  RemoteMemory::Piece pieces[] = {
+      {RemoteAddr(slot), &stub, 8},
+      {p.fast_data + static_cast<int64_t>(fastret::block_offset(k) + n * fastret::kRecordSize), head, sizeof head},
+      {p.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
+  };
+  if (auto s = p.mem().write_pieces(pieces); !s) return false;
+  t.fast_records.emplace_back(slot, real_ret);
+  ++stats_.fast_frames;
+  return true;
+}
+
+void Tracer::sync_fast(Thread& t) {
+  if (t.fast_slot < 0) return;
+  Process& p = *t.process;
+  std::vector<std::pair<uint64_t, uint64_t>> want;
+  for (const ShadowFrame& f : t.stack.frames())
+    if (f.fast) want.emplace_back(f.slot, f.real_ret);
+  if (want == t.fast_records) return;
+  size_t same = 0;
+  while (same < want.size() && same < t.fast_records.size() && want[same] == t.fast_records[same]) ++same;
+  std::vector<Record> recs(want.size() - same);
+  for (size_t i = same; i < want.size(); ++i) recs[i - same] = Record{want[i].first, want[i].second, 0, 0, 0, 0, {0, 0}};
+  uint64_t top = want.size();
+  int k = t.fast_slot;
+  RemoteMemory::Piece pieces[2] = {
+      {p.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
+      {p.fast_data + static_cast<int64_t>(fastret::block_offset(k) + same * fastret::kRecordSize), recs.data(),
+       recs.size() * sizeof(Record)},
+  };
+  if (auto s = p.mem().write_pieces({pieces, recs.empty() ? 1u : 2u}); !s) {
+    log::warn("thread {}: cannot update its return records: {}", t.tid, s.error().message);
+    return;
+  }
+  t.fast_records = std::move(want);
+}
+
+void Tracer::release_fast(Thread& t) {
+  Process& p = *t.process;
+  if (t.fast_slot >= 0 && static_cast<size_t>(t.fast_slot) < p.fast_owner.size() &&
+      p.fast_owner[t.fast_slot] == t.tid)
+    p.fast_owner[t.fast_slot] = 0;
+  t.fast_slot = -1;
+  t.fast_records.clear();
+}
+
+void Tracer::drain_fast(Process& p, Thread* stopped, uint64_t sp) {
+  if (stopped) stopped->sp_word_valid = false;
+  if (p.fast_data.null()) return;
+  std::vector<Thread*> threads;
+  for (auto& [tid, t] : p.threads)
+    if (t->fast_slot >= 0 && !t->fast_records.empty()) threads.push_back(t.get());
+  if (threads.empty()) return;
+  // The tops, in one read when there is one thread (the usual case) or a few. With
+  // them, in the same system call, the word at the stopped thread's sp (an entry
+  // reads the return address there) and its innermost record (the usual return).
+  int lo = threads.front()->fast_slot, hi = lo;
+  for (Thread* t : threads) {
+    lo = std::min(lo, t->fast_slot);
+    hi = std::max(hi, t->fast_slot);
+  }
+  std::vector<uint64_t> tops(static_cast<size_t>(hi - lo + 1));
+  Record innermost{};
+  uint64_t word = 0;
+  bool with_stopped = stopped && stopped->fast_slot >= 0 && !stopped->fast_records.empty();
+  RemoteMemory::Piece pieces[3] = {
+      {p.fast_data + static_cast<int64_t>(fastret::top_offset(lo)), tops.data(), tops.size() * 8},
+      {RemoteAddr(sp), &word, 8},
+      {with_stopped ? p.fast_data + static_cast<int64_t>(fastret::block_offset(stopped->fast_slot) +
+                                                         (stopped->fast_records.size() - 1) * fastret::kRecordSize)
+                    : RemoteAddr(),
+       &innermost, sizeof innermost},
+  };
+  size_t npieces = !stopped ? 1 : with_stopped ? 3 : 2;
+  if (npieces > 1 && p.mem().read_pieces({pieces, npieces})) {
+    stopped->sp_word = word;
+    stopped->sp_word_at = sp;
+    stopped->sp_word_valid = true;
+  } else {
+    with_stopped = false;
+    if (auto s = p.mem().read_pieces({pieces, 1}); !s) return;  // the process is going away
+  }
+  struct Ret {
+    Thread* t;
+    Record r;
+  };
+  std::vector<Ret> rets;
+  for (Thread* tp : threads) {
+    Thread& t = *tp;
+    uint64_t top = tops[static_cast<size_t>(t.fast_slot - lo)];
+    uint64_t n = t.fast_records.size();
+    if (top >= n) continue;  // nothing returned (more than known: the thread is inside a stop of its own)
+    std::vector<Record> recs(n - top);
+    size_t have = 0;
+    if (with_stopped && &t == stopped) {
+      recs.back() = innermost;
+      have = 1;
+    }
+    if (have < recs.size()) {
+      RemoteMemory::Piece piece{
+          p.fast_data + static_cast<int64_t>(fastret::block_offset(t.fast_slot) + top * fastret::kRecordSize),
+          recs.data(), (recs.size() - have) * sizeof(Record)};
+      if (auto s = p.mem().read_pieces({&piece, 1}); !s) continue;
+    }
+    for (size_t i = recs.size(); i-- > 0;) rets.push_back({&t, recs[i]});  // innermost (earliest) first
+  }
+  if (rets.empty()) return;
+  if (!tsc_) tsc_.emplace();
+  tsc_->sample();
+  // Per thread the order is already right; across threads, by time.
+  std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
+  for (const Ret& e : rets) {
+    Thread& t = *e.t;
+    if (t.fast_records.empty() || t.fast_records.back().first != e.r.slot) {
+      sync_fast(t);  // not what functracer wrote there: put its records back
+      continue;
+    }
+    t.fast_records.pop_back();
+    uint64_t now = tsc_->to_ns(e.r.tsc);
+    auto r = t.stack.pop(e.r.slot + 8);
+    // Frames the return skipped (longjmp'ed over); the thread may be running, so their
+    // slots are left alone.
+    if (!r.abandoned.empty()) report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
+    if (!r.found) continue;
+    Registers regs;
+    regs.raw.rax = e.r.rax;
+    regs.raw.rdx = e.r.rdx;
+    regs.set_sp(e.r.slot + 8);
+    regs.set_ip(r.real_ret);
+    ++stats_.fast_returns;
+    report_returns(t, regs, r, now, &e.r);
+  }
+}
+
+}  // namespace ft
