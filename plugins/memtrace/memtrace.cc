@@ -3,14 +3,17 @@
 // is released, with a backtrace, so that functracer-postproc can report leaks, peaks
 // and allocation hot spots (records: doc/trace-format.md, section 3.5).
 //
-// Cost: an allocation is two ptrace stops (entry: its arguments; return: the block),
-// free one (entry only). Calls made inside another allocator call on the same thread
+// Cost: an allocation is one ptrace stop: its arguments and call stack are taken at
+// the entry, and its return (the block) is handled in the process and delivered at a
+// later stop (FT_TRACE_RETURN_VALUE); posix_memalign, whose block is in memory, and
+// the mappings take two. free is one (entry only). Calls made inside another allocator call on the same thread
 // (calloc calling malloc in some allocators, operator new calling malloc) are skipped:
 // a block is recorded once, by the entry point the program called.
 //
 // Options: -b N frames per allocation (10 by default, 0: none), -A frames for
 // releases too, -M SIZES frames only for allocations of these sizes (100,4096-8192),
 // -e memtrace:mmap also records mmap/munmap/mremap as a separate resource.
+#include <algorithm>
 #include <cstdarg>
 #include <cinttypes>
 #include <cstdio>
@@ -127,7 +130,14 @@ struct Pending {
   uint64_t size = 0, align = 0, ptr = 0, memptr = 0, len = 0;
   bool size_overflow = false;
   std::vector<Inner> inner;  // outermost call only
+  // Outermost call only: its call stack, taken at the entry (the same as at the return,
+  // where the records are made; the return itself is handled without a stop).
+  std::vector<ft_addr> frames;
+  bool have_frames = false;
 };
+
+// The call stack of the outermost call whose return is being handled, for its records.
+const Pending* g_returning = nullptr;
 
 struct ThreadState {
   std::vector<Pending> open;  // innermost last; open.size() allocator calls are under way
@@ -237,7 +247,13 @@ class Rec {
   }
   Rec& frames(bool want) {
     if (!want || opts.depth == 0) return *this;
-    int n = host->backtrace(ctx_, frames_, static_cast<int>(opts.depth));
+    int n;
+    if (g_returning && g_returning->have_frames) {
+      n = static_cast<int>(std::min<size_t>(g_returning->frames.size(), kMaxDepth));
+      std::copy_n(g_returning->frames.begin(), n, frames_);
+    } else {
+      n = host->backtrace(ctx_, frames_, static_cast<int>(opts.depth));
+    }
     if (n <= 0) return *this;
     ft_field f{};
     f.key = "frames";
@@ -380,8 +396,13 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t* tag) {
     if (is_mapping(n.kind) && !opts.mmap) return 0;
     *tag = n.kind;
     // free only needs its argument: one stop. Everything else is followed to its
-    // return (operator delete too: the free inside it must be seen as nested).
-    return n.kind == kFree ? FT_TRACE_ENTRY : FT_TRACE_ENTRY | FT_TRACE_RETURN;
+    // return (operator delete too: the free inside it must be seen as nested), where
+    // only the return value is needed — the call stack is taken at the entry — except
+    // posix_memalign's (the block is in memory) and the mappings' (their records take
+    // the call stack at the return).
+    if (n.kind == kFree) return FT_TRACE_ENTRY;
+    if (n.kind == kPosixMemalign || is_mapping(n.kind)) return FT_TRACE_ENTRY | FT_TRACE_RETURN;
+    return FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE;
   }
   return 0;
 }
@@ -405,6 +426,12 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   p.function = fn->name;
   p.depth = host->depth(ctx);
   p.outer = outer;
+  if (outer && opts.depth > 0 && !is_mapping(kind)) {
+    p.frames.resize(std::min<size_t>(opts.depth, 1024));
+    int n = host->backtrace(ctx, p.frames.data(), static_cast<int>(p.frames.size()));
+    p.frames.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    p.have_frames = true;
+  }
   uint64_t a0 = host->arg(ctx, 0), a1 = host->arg(ctx, 1), a2 = host->arg(ctx, 2);
   switch (kind) {
     case kMalloc:
@@ -537,6 +564,10 @@ bool is_aligned_kind(Kind k) { return k == kMemalign || k == kNewAligned || k ==
 void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   Pending p;
   if (!take_pending(ctx, &p)) return;
+  struct Returning {
+    explicit Returning(const Pending* p) { g_returning = p; }
+    ~Returning() { g_returning = nullptr; }
+  } returning(&p);
   uint64_t ret = host->retval(ctx);
   if (is_mapping(p.kind)) {
     if (p.outer) on_mapping_return(ctx, p, ret);  // inside malloc: the heap's own pages
@@ -567,6 +598,10 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
 void on_unwound(void*, ft_ctx* ctx, const ft_function*, const char*) {
   Pending p;
   if (!take_pending(ctx, &p) || !p.outer) return;
+  struct Returning {
+    explicit Returning(const Pending* p) { g_returning = p; }
+    ~Returning() { g_returning = nullptr; }
+  } returning(&p);
   // operator new throwing std::bad_alloc (or the thread ending inside an allocator):
   // what it allocated inside (the exception object) stays.
   settle_inner(ctx, p, Outcome{});
