@@ -70,9 +70,11 @@ def main():
             shutil.rmtree(outdir, ignore_errors=True)
             return None
 
-        results.append(bench(
-            "functracer", [args.functracer, "-q", "-e", "calltrace", "-a", "bench_fn", "-o",
-                           outdir, "--stats", binary, str(n)], ft_check))
+        ft_cmd = [args.functracer, "-q", "-e", "calltrace", "-a", "bench_fn", "-o", outdir, "--stats",
+                  binary, str(n)]
+        results.append(bench("functracer", ft_cmd, ft_check))
+        # The same with every return caught by a stop at the trampoline.
+        results.append(bench("ft trampoline", ["env", "FT_FAST_RETURNS=0"] + ft_cmd, ft_check))
 
         if benchlib.optional_tool("ltrace"):
             results.append(bench("ltrace", ["ltrace", "-L", "-x", "bench_fn", "-o", "/dev/null",
@@ -105,11 +107,10 @@ def main():
             per_call[m.name] = over
             table.row(m.name, f"{loop:.3f}", f"{over:.3f}", f"{m.best_wall():.2f}")
         print()
-        ft = next((m for m in results if m.name == "functracer" and not m.error), None)
-        if ft:
-            print(f"functracer --stats: {ft.extra.get('stats')}")
+        for ft in (m for m in results if m.name in ("functracer", "ft trampoline") and not m.error):
+            print(f"{ft.name} --stats: {ft.extra.get('stats')}")
             if "stops" in ft.extra:
-                print(f"functracer ptrace stops per traced call: {ft.extra['stops'] / n:.3f}")
+                print(f"{ft.name} ptrace stops per traced call: {ft.extra['stops'] / n:.3f}")
         if "functracer" in per_call and "ltrace" in per_call and per_call["functracer"] > 0:
             print(f"ratio ltrace/functracer (overhead per call): "
                   f"{per_call['ltrace'] / per_call['functracer']:.2f}")
