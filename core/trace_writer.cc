@@ -15,32 +15,51 @@ constexpr size_t kFlushAt = 256 * 1024;
 }
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path) {
-  // A new file, readable by its owner only (0600 whatever the umask): never through
-  // a symbolic link or into a file someone else linked there. An old trace of the
-  // same name (a reused pid) is a regular file: it is replaced, not rewritten.
-  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = ::open(path.c_str(), kFlags, 0600);
-  if (fd < 0 && errno == EEXIST) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+  // A new file, readable by its owner only (0600 whatever the umask). It is made
+  // under a temporary name in the same directory (mkostemp: O_EXCL, mode 0600) and
+  // takes its own name in publish(), once its first lines are on disk: a trace file
+  // that exists is never empty, whenever functracer is killed. An old trace of the
+  // same name (a reused pid) is a regular file: it is replaced, not rewritten; a
+  // symbolic link or anything else in the way is refused.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
       return Error::msg("cannot create trace file " + path + ": a symbolic link is in the way (not followed)");
-    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    if (!S_ISREG(st.st_mode))
       return Error::msg("cannot create trace file " + path + ": something that is not a file is in the way");
-    if (::unlink(path.c_str()) != 0) return Error::from_errno(errno, "cannot replace trace file " + path);
-    fd = ::open(path.c_str(), kFlags, 0600);
   }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  std::string tmp = dir + "." + path.substr(slash == std::string::npos ? 0 : slash + 1) + ".XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return Error::from_errno(errno, "cannot create trace file " + path);
-  // The mode given to open is masked by the umask, which can only take bits away:
-  // 0600 it is. fchmod makes it so even if the file system says otherwise (ACLs).
+  // The umask can only take bits away from 0600; fchmod makes it so even if the
+  // file system says otherwise (ACLs).
   (void)::fchmod(fd, 0600);
   std::unique_ptr<TraceWriter> w(new TraceWriter(fd, path));
+  w->tmp_path_ = std::move(tmp);
   w->buf_.reserve(kFlushAt + 4096);
   w->buf_.append(kTraceMagic).append(" ").append(std::to_string(kTraceFormatVersion)).push_back('\n');
   return w;
 }
 
+Status TraceWriter::publish() {
+  if (tmp_path_.empty()) return {};
+  flush();
+  std::string tmp = std::move(tmp_path_);
+  tmp_path_.clear();
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    int err = errno;
+    (void)::unlink(tmp.c_str());
+    failed_ = true;  // nothing more is written to a file that has no name
+    return Error::from_errno(err, "cannot create trace file " + path_);
+  }
+  return {};
+}
+
 TraceWriter::~TraceWriter() {
   flush();
+  if (auto s = publish(); !s) log::error("{}", s.error().message);
   if (fd_ >= 0) ::close(fd_);
 }
 

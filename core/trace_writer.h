@@ -2,7 +2,9 @@
 // format_record() lines (doc/trace-format.md). Buffered: records are appended to a
 // memory buffer and written in large chunks, and on flush() — which the tracer calls
 // when the process exits or is detached and when functracer itself exits. Files are
-// created 0600: a trace holds the program's arguments and data.
+// created 0600: a trace holds the program's arguments and data. A file is created
+// under a temporary name and takes its own with publish() (or when the writer is
+// destroyed), so that the name never stands for an empty file.
 //
 // A record is never held back long: write() flushes as soon as the buffer holds
 // records older than kMaxAgeNs (by their own timestamps, so no clock is read and no
@@ -23,7 +25,10 @@ namespace ft {
 class TraceWriter {
  public:
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path);
-  ~TraceWriter();
+  ~TraceWriter();  // flushes and publishes
+  // Writes what is buffered and gives the file its name, replacing an old trace of
+  // that name. Call it once the first records are written.
+  Status publish();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
@@ -41,6 +46,7 @@ class TraceWriter {
   TraceWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   int fd_;
   std::string path_;
+  std::string tmp_path_;  // the file's name until publish(); empty after
   std::string buf_;
   uint64_t seq_ = 0;
   uint64_t pending_since_ = 0;

@@ -681,7 +681,12 @@ Status Tracer::open_trace(Process& p) {
   r.add("plugins", host_.names());
   r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
   p.trace->write(r);
-  p.trace->flush();  // a file that exists is a trace, even if functracer is killed now
+  // On disk before it has its name: a file that exists is a trace, even if
+  // functracer is killed now.
+  if (auto s = p.trace->publish(); !s) {
+    p.trace.reset();
+    return s.error();
+  }
   return {};
 }
 

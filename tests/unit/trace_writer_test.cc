@@ -1,9 +1,14 @@
 // TraceWriter (core) against TraceReader (postproc): what the engine writes is what
 // the post-processor reads back, record for record, across the writer's buffer
-// flushes; the file is created 0600.
+// flushes; the file is created 0600, and has its name only once its first records
+// are on disk.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <cstdlib>
 #include <string>
@@ -78,6 +83,56 @@ TEST(TraceWriter, RoundTripThroughTheReader) {
   EXPECT_TRUE(reader->complete());
   EXPECT_TRUE(diag.warnings.empty());
   EXPECT_EQ(reader->pid(), 100);
+  ::unlink(path.c_str());
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
+
+TEST(TraceWriter, TheNameNeverStandsForAnEmptyFile) {
+  std::string dir = temp_path("publish");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  std::string path = dir + "/p.1.trace";
+  {
+    std::ofstream old(path);
+    old << "an old trace of a reused pid\n";
+  }
+  auto w = ft::TraceWriter::create(path);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  ft::TraceRecord r = make(0);
+  (*w)->write(r);
+  // Until published, the old file keeps the name and the new one is hidden.
+  std::ifstream before(path);
+  std::stringstream old_text;
+  old_text << before.rdbuf();
+  EXPECT_EQ(old_text.str(), "an old trace of a reused pid\n");
+  EXPECT_EQ(entries(dir).size(), 2u);
+  ASSERT_TRUE((*w)->publish().ok());
+  auto names = entries(dir);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0], "p.1.trace");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_GT(st.st_size, 0);  // the magic line and the header, before any later flush
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  (*w).reset();
+  ::unlink(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(TraceWriter, RefusesASymbolicLinkInTheWay) {
+  std::string path = temp_path("link.trace");
+  ASSERT_EQ(::symlink("/nonexistent-target", path.c_str()), 0);
+  auto w = ft::TraceWriter::create(path);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("symbolic link"), std::string::npos);
   ::unlink(path.c_str());
 }
 
