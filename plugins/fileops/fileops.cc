@@ -6,6 +6,11 @@
 // call on the same thread (the open inside fopen) are not recorded. Without -o,
 // one ltrace-like line is printed per call, and a summary of what is still open
 // when a process ends.
+//
+// Cost: one ptrace stop per call for the functions whose result is their return
+// value (the call stack is taken at the entry, the return is handled in the process:
+// FT_TRACE_RETURN_VALUE); two for those whose result is in memory at the return
+// (pipe's descriptors, a new stream's descriptor).
 #include <algorithm>
 #include <cinttypes>
 #include <cstddef>
@@ -158,6 +163,10 @@ struct Pending {
   uint64_t args[4] = {};
   std::string path, mode;
   bool has_path = false, has_mode = false;
+  // The call stack, taken at the entry when the return comes without it (the same
+  // stack as at the return).
+  std::vector<ft_addr> stack;
+  bool have_stack = false;
 };
 
 struct ThreadState {
@@ -249,12 +258,18 @@ std::vector<ft_addr> backtrace(ft_ctx* ctx, bool release) {
   return frames;
 }
 
-// Frames are taken once per call and shared by its records.
+// Frames are taken once per call and shared by its records: at the return, or the
+// ones the call's entry took.
 class Frames {
  public:
-  Frames(ft_ctx* ctx, bool release) : ctx_(ctx), release_(release) {}
+  Frames(ft_ctx* ctx, bool release, const Pending& call) : ctx_(ctx), release_(release), call_(call) {}
   const std::vector<ft_addr>& get() {
-    if (!taken_) list_ = backtrace(ctx_, release_);
+    if (!taken_) {
+      if (!call_.have_stack)
+        list_ = backtrace(ctx_, release_);
+      else if (!release_ || state.release_frames)
+        list_ = call_.stack;
+    }
     taken_ = true;
     return list_;
   }
@@ -262,6 +277,7 @@ class Frames {
  private:
   ft_ctx* ctx_;
   bool release_;
+  const Pending& call_;
   bool taken_ = false;
   std::vector<ft_addr> list_;
 };
@@ -352,12 +368,24 @@ bool read_arg_string(ft_ctx* ctx, uint64_t addr, std::string* out) {
   return true;
 }
 
+// The calls whose result is in memory at the return: the descriptors pipe and
+// socketpair store, the descriptor inside a new stream. The others are known from
+// the arguments and the return value.
+bool reads_memory_at_return(Kind k) {
+  return k == kPipe || k == kPipe2 || k == kSocketpair || k == kFopen || k == kTmpfile || k == kPopen ||
+         k == kFreopen;
+}
+
+// The calls that can only release: their call stack is wanted only with -A.
+bool only_releases(Kind k) { return k == kClose || k == kCloseRange || k == kFclose || k == kPclose; }
+
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t* tag) {
   if (sym->is_plt) return 0;
   auto it = kSymbols.find(sym->name);
   if (it == kSymbols.end()) return 0;
   *tag = it->second;
-  return FT_TRACE_ENTRY | FT_TRACE_RETURN;
+  if (reads_memory_at_return(it->second)) return FT_TRACE_ENTRY | FT_TRACE_RETURN;
+  return FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE;
 }
 
 Kind kind_of(const ft_function* fn) { return fn->tag > kNone && fn->tag < kKinds ? static_cast<Kind>(fn->tag) : kNone; }
@@ -405,6 +433,15 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
         break;
       case kFdopen: p.has_mode = read_arg_string(ctx, p.args[1], &p.mode); break;
       default: break;
+    }
+    // The return may come without memory or stack (FT_TRACE_RETURN_VALUE): the
+    // records it makes take the stack taken here. fcntl records only F_DUPFD*.
+    bool records_stack = only_releases(kind) ? state.release_frames
+                         : kind == kFcntl   ? as_int(p.args[1]) == kFDupfd || as_int(p.args[1]) == kFDupfdCloexec
+                                            : true;
+    if (!reads_memory_at_return(kind)) {
+      p.have_stack = true;
+      if (records_stack) p.stack = backtrace(ctx, false);
     }
   }
   ts.open.push_back(std::move(p));
@@ -489,8 +526,8 @@ void completed(ft_ctx* ctx, const Pending& p, uint64_t rv) {
   const char* name = kKindName[kind];
   const int r = as_int(rv);
   const uint64_t* a = p.args;
-  Frames opened(ctx, false);
-  Frames released(ctx, true);
+  Frames opened(ctx, false, p);
+  Frames released(ctx, true, p);
   ProcessState& ps = process_of(ctx);
   std::string result = " = " + std::to_string(r);
   std::vector<int> closed;  // descriptors released on the side

@@ -27,6 +27,9 @@ For each build of the program:
   * -f -A -b 4: the forked child's trace shows it replacing an fd inherited from
     the parent with dup2 (an fd_close it can only write if it got the parent's
     state) and closing another; releases have frames, none more than 4.
+  * --stats, with and without returns handled in the process (FT_FAST_RETURNS=0):
+    the same records, fewer stops, and the returns of calls whose result is their
+    return value (open, close, dup...) taken without a stop.
   * `functracer-postproc fds --json` on the -o trace: the fds left open are the
     program's, each in a group of the function that opened it; the streams are the
     program's plus those its exec took with the old image (as many as the program
@@ -647,6 +650,55 @@ def run_follow(ck, label, exe, ref, prog):
                     f"inherited open, close of another)")
 
 
+# The functions whose result is in memory at the return: their returns take a stop.
+RETURN_READS_MEMORY = {"pipe", "pipe2", "socketpair", "fopen", "tmpfile", "popen", "freopen"}
+
+
+def run_cost(ck, label, exe, ref, prog):
+    """--stats with returns handled in the process and with every return caught by a
+    stop (FT_FAST_RETURNS=0): the same records (frames counted, not compared: the
+    addresses move with ASLR; analyse() checks where they point), fewer stops, and
+    at least one return without a stop per record of a call whose result is its
+    return value."""
+    runs = {}
+    with h.TempDir() as tmp:
+        for fast in (True, False):
+            out = os.path.join(tmp, f"out-{int(fast)}")
+            env = dict(os.environ)
+            if not fast:
+                env["FT_FAST_RETURNS"] = "0"
+            res = h.run([h.functracer(), "-q", "--stats", "-e", "fileops", "-o", out, exe],
+                        timeout=h.TRACED_TIMEOUT, env=env)
+            same_as_untraced(ck, f"{label} fast={fast}", res, ref)
+            stops = re.search(r"(\d+) ptrace stops", res.err)
+            quick = re.search(r"(\d+) returns hooked in the process, (\d+) of them returned without a stop",
+                              res.err)
+            _, recs = only_trace(ck, f"{label} fast={fast}", out)
+            if not ck.check(stops and recs, f"{label} fast={fast}: no --stats or no trace\n{res.describe()}"):
+                return
+            # The program's scratch directory has a new name in each run.
+            ops = [(r.type, r.f.get("function"), r.f.get("fd"),
+                    re.sub(r"/fdleaks-[^/]+", "/fdleaks-*", r.f.get("path") or ""), len(r.f.get("frames", [])))
+                   for r in recs if r.type in FILEOPS_TYPES]
+            runs[fast] = (int(stops.group(1)), int(quick.group(2)) if quick else 0, ops)
+    (fast_stops, without_stop, fast_ops), (slow_stops, slow_without, slow_ops) = runs[True], runs[False]
+    diff = next((i for i, (a, b) in enumerate(zip(fast_ops, slow_ops)) if a != b), None)
+    if diff is None and len(fast_ops) != len(slow_ops):
+        diff = min(len(fast_ops), len(slow_ops))
+    ck.check(diff is None, f"{label}: fileops records with returns handled in the process against "
+             f"returns caught by a stop ({len(fast_ops)} and {len(slow_ops)} records): record {diff} is "
+             f"{fast_ops[diff:diff + 3] if diff is not None else ''} against "
+             f"{slow_ops[diff:diff + 3] if diff is not None else ''}")
+    ck.check_eq(slow_without, 0, f"{label}: returns without a stop with FT_FAST_RETURNS=0")
+    by_value = sum(1 for op in fast_ops if op[1] not in RETURN_READS_MEMORY and op[1] != "exec")
+    ck.check(without_stop >= by_value > 0,
+             f"{label}: {without_stop} returns without a stop, {by_value} records of calls whose result "
+             f"is their return value")
+    ck.check(fast_stops < slow_stops, f"{label}: {fast_stops} stops, {slow_stops} with FT_FAST_RETURNS=0")
+    print(f"{label}: {len(fast_ops)} records either way; {fast_stops} stops against {slow_stops}, "
+          f"{without_stop} returns without a stop")
+
+
 def main():
     ck = h.Checker("fileops")
     builds = [a.split("=", 1) for a in sys.argv[1:]]
@@ -663,6 +715,7 @@ def main():
         run_streaming(ck, f"{label} streaming", exe, ref, prog)
         run_with_calltrace(ck, f"{label} -e calltrace", exe, ref, prog)
         run_follow(ck, f"{label} -f -A", exe, ref, prog)
+        run_cost(ck, f"{label} --stats", exe, ref, prog)
     ck.finish()
 
 
