@@ -425,8 +425,7 @@ void Tracer::detach_process(Process& p) {
   for (auto& [tid, t] : p.threads) {
     if (p.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
-    if (regs && (p.is_trampoline(RemoteAddr(regs->ip())) || p.fast_stub_slot.count(regs->ip())) &&
-        finish_return(*t, *regs))
+    if (regs && p.is_return_hook(regs->ip()) && finish_return(*t, *regs))
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);

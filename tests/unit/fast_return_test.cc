@@ -146,20 +146,37 @@ void on_trap(int, siginfo_t*, void* uc_v) {
   uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(g_resume);  // what functracer does
 }
 
+// While it lives, SIGTRAP goes to on_trap, which continues at the real return
+// address the callee wrote into the record.
+class TrapHandler {
+ public:
+  TrapHandler() {
+    struct sigaction sa{};
+    sa.sa_sigaction = [](int s, siginfo_t* i, void* u) {
+      g_resume = g_record[1];
+      on_trap(s, i, u);
+    };
+    sa.sa_flags = SA_SIGINFO;
+    EXPECT_EQ(sigaction(SIGTRAP, &sa, &old_), 0);
+  }
+  ~TrapHandler() { restore(); }
+  void restore() {
+    if (restored_) return;
+    sigaction(SIGTRAP, &old_, nullptr);
+    restored_ = true;
+  }
+
+ private:
+  struct sigaction old_{};
+  bool restored_ = false;
+};
+
 TEST_F(Fixture, SlowPathStopsWithRegistersRestored) {
   g_slot_delta = 8;  // the record is not this return's: not the innermost frame
-  // The trap handler continues at the real return address, which the callee wrote
-  // into the record.
-  struct sigaction sa{}, old{};
-  sa.sa_sigaction = [](int s, siginfo_t* i, void* u) {
-    g_resume = g_record[1];
-    on_trap(s, i, u);
-  };
-  sa.sa_flags = SA_SIGINFO;
-  ASSERT_EQ(sigaction(SIGTRAP, &sa, &old), 0);
+  TrapHandler trap;
   Results r{};
   ft_test_call(&r);
-  sigaction(SIGTRAP, &old, nullptr);
+  trap.restore();
   expect_registers(r);
   EXPECT_EQ(top, 1u) << "the slow path pops nothing";
   EXPECT_EQ(records[0].rax, 0u) << "the slow path records nothing";
@@ -176,17 +193,11 @@ TEST_F(Fixture, EmptyBlockTakesTheSlowPath) {
   Results r{};
   ft_test_call(&r);
   EXPECT_EQ(top, 0u);
-  struct sigaction sa{}, old{};
-  sa.sa_sigaction = [](int s, siginfo_t* i, void* u) {
-    g_resume = g_record[1];
-    on_trap(s, i, u);
-  };
-  sa.sa_flags = SA_SIGINFO;
-  ASSERT_EQ(sigaction(SIGTRAP, &sa, &old), 0);
+  TrapHandler trap;
   g_top = &records[1].unused[0];  // the callee's "top = 1" goes elsewhere: the real top stays 0
   g_trap_ip = 0;
   ft_test_call(&r);
-  sigaction(SIGTRAP, &old, nullptr);
+  trap.restore();
   expect_registers(r);
   EXPECT_EQ(g_trap_ip, g_stub + ft::fastret::kSlowTrapOffset + 1);
   EXPECT_EQ(top, 0u);
