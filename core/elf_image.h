@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft {
 

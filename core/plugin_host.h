@@ -15,7 +15,7 @@
 
 #include "core/process.h"
 #include "core/registers.h"
-#include "core/result.h"
+#include "common/result.h"
 #include "functracer/plugin.h"
 
 struct ft_ctx {

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "core/registers.h"
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft::ptrace {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/remote_addr.h"
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft {
 

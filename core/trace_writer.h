@@ -17,8 +17,8 @@
 #include <memory>
 #include <string>
 
-#include "core/result.h"
-#include "core/trace_record.h"
+#include "common/result.h"
+#include "common/trace_record.h"
 
 namespace ft {
 

@@ -17,7 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/check.h"
+#include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"

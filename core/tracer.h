@@ -23,7 +23,7 @@
 #include "core/options.h"
 #include "core/plugin_host.h"
 #include "core/process.h"
-#include "core/result.h"
+#include "common/result.h"
 #include "core/wait_status.h"
 
 namespace ft {

@@ -12,7 +12,7 @@
 
 #include "core/tracer.h"
 #include "arch/calling_convention.h"
-#include "core/check.h"
+#include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"

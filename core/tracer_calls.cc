@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/tracer.h"
-#include "core/check.h"
+#include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/tracer.h"
-#include "core/check.h"
+#include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"

@@ -24,8 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/result.h"
-#include "core/trace_record.h"
+#include "common/result.h"
+#include "common/trace_record.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/value_types.h"
 
 namespace ft::post {

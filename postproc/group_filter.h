@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report_frame.h"
 
 namespace ft::post {

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft::post {
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/heap_filter.h"
 #include "postproc/site_table.h"
 #include "postproc/symbolizer.h"

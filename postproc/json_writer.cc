@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "core/check.h"
+#include "common/check.h"
 
 namespace ft::post {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 
 namespace ft::post {
 

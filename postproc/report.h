@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/group_filter.h"
 #include "postproc/heap_filter.h"
 #include "postproc/heap_replay.h"

@@ -8,7 +8,7 @@
 // (frames as in the leaks report).
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

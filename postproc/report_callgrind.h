@@ -26,7 +26,7 @@
 // profile per process, give one trace at a time.
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

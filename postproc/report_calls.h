@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

@@ -40,7 +40,7 @@
 // threads and the live heap blocks: events are written as they are known.
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

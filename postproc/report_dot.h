@@ -22,7 +22,7 @@
 // labels, escaped for DOT's quoted strings, so any C++ name is fine.
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

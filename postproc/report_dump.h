@@ -12,8 +12,8 @@
 
 #include <string>
 
-#include "core/result.h"
-#include "core/trace_record.h"
+#include "common/result.h"
+#include "common/trace_record.h"
 #include "postproc/demangle.h"
 #include "postproc/report.h"
 

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/group_filter.h"
 #include "postproc/report.h"
 #include "postproc/report_frame.h"

@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/flame_graph.h"
 #include "postproc/report.h"
 

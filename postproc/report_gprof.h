@@ -34,7 +34,7 @@
 // error names both); their samples and arcs are summed.
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

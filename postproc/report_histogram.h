@@ -7,7 +7,7 @@
 // largest size seen, empty ones between included.
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

@@ -13,7 +13,7 @@
 // reports apply to all of it.
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

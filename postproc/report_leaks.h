@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/group_filter.h"
 #include "postproc/heap_replay.h"
 #include "postproc/report.h"

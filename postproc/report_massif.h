@@ -39,7 +39,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

@@ -11,7 +11,7 @@
 // "groups": [{"bytes", "blocks", "function", "mangled", "frames": [...]}]}]}
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

@@ -11,7 +11,7 @@
 // allocation of the run).
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
 #include "postproc/demangle.h"

@@ -19,7 +19,7 @@
 // With --time each finished call also shows its inclusive duration, "<1.250 us>".
 #pragma once
 
-#include "core/result.h"
+#include "common/result.h"
 #include "postproc/report.h"
 
 namespace ft::post {

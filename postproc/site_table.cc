@@ -1,6 +1,6 @@
 #include "postproc/site_table.h"
 
-#include "core/check.h"
+#include "common/check.h"
 
 namespace ft::post {
 

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/stack_tree.h"
 #include "postproc/symbolizer.h"
 

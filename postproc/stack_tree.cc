@@ -1,6 +1,6 @@
 #include "postproc/stack_tree.h"
 
-#include "core/check.h"
+#include "common/check.h"
 
 namespace ft::post {
 

@@ -83,7 +83,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/demangle.h"
 #include "postproc/trace_reader.h"
 

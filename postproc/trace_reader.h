@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
-#include "core/trace_record.h"
+#include "common/result.h"
+#include "common/trace_record.h"
 
 namespace ft::post {
 

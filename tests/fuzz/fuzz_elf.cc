@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/elf_image.h"
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/symbolizer.h"
 #include "tests/fuzz/fuzz_input.h"
 

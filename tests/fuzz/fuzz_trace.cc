@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/report.h"
 #include "postproc/trace_reader.h"
 #include "tests/fuzz/fuzz_input.h"

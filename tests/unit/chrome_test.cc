@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "postproc/live_heap.h"
 #include "postproc/report.h"
 #include "test_support.h"

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 #include "test_support.h"
 #include "postproc/call_model.h"
 #include "postproc/cli.h"

@@ -1,7 +1,7 @@
 // Tests of the trace record encoding (doc/trace-format.md): exact output for known
 // records, round trips (including random records), the string escapes, and rejection
 // of malformed lines with a message saying what is wrong.
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 
 #include <gtest/gtest.h>
 

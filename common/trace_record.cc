@@ -1,4 +1,4 @@
-#include "core/trace_record.h"
+#include "common/trace_record.h"
 
 #include <array>
 #include <charconv>

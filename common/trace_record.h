@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/result.h"
+#include "common/result.h"
 
 namespace ft {
 
