@@ -177,9 +177,8 @@ class Process {
     auto it = fast_stub_slot.find(at.value() - fastret::kSlowTrapOffset);
     return it == fast_stub_slot.end() ? -1 : it->second;
   }
-  RemoteAddr r_debug;
-  std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace  // the dynamic linker's struct r_debug, if known
-  std::map<pid_t, std::unique_ptr<Thread>> threads;
+  RemoteAddr r_debug;                    // the dynamic linker's struct r_debug, if known
+  std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace
   std::unique_ptr<TraceWriter> trace;
   bool silent = false;        // a child kept under control only until it execs (not reported)
   pid_t reports_to = 0;       // silent vfork child: its calls are reported as this process's
@@ -195,14 +194,14 @@ class Process {
   // stopped thread's own ip.
   RemoteAddr scratch;
 
-  Thread* add_thread(pid_t tid) {
-    auto t = std::make_unique<Thread>();
-    t->tid = tid;
-    t->process = this;
-    Thread* raw = t.get();
-    threads[tid] = std::move(t);
-    return raw;
+  // Its threads, by tid; added and removed through the ProcessTable only.
+  using ThreadMap = std::map<pid_t, std::unique_ptr<Thread>>;
+  const ThreadMap& threads() const { return threads_; }
+  Thread* thread(pid_t tid) const {
+    auto it = threads_.find(tid);
+    return it == threads_.end() ? nullptr : it->second.get();
   }
+  Thread* leader() const { return thread(pid_); }
   bool is_trampoline(RemoteAddr ip) const { return !trampoline.null() && ip == trampoline; }
   const Module* module_at(RemoteAddr a) const {
     for (const auto& m : modules)
@@ -212,8 +211,10 @@ class Process {
   Module* module_at(RemoteAddr a) { return const_cast<Module*>(std::as_const(*this).module_at(a)); }
 
  private:
+  friend class ProcessTable;
   pid_t pid_;
   RemoteMemory mem_;
+  ThreadMap threads_;
 };
 
 }  // namespace ft

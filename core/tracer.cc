@@ -75,9 +75,9 @@ void Tracer::on_engine_fault(int sig, void* addr) {
   put("); restoring the traced processes and exiting\n");
   (void)!::write(2, line, n);
   if (Tracer* t = g_tracer) {
-    for (auto& [pid, p] : t->processes_) {
+    for (auto& [pid, p] : t->procs_) {
       t->remove_instrumentation(*p);
-      for (auto& [tid, th] : p->threads) {
+      for (auto& [tid, th] : p->threads()) {
         if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
         if (auto regs = ptrace::get_regs(tid)) {
           uint64_t at = regs->ip() - 1;
@@ -99,14 +99,9 @@ void Tracer::on_engine_fault(int sig, void* addr) {
 
 uint64_t Tracer::elapsed_ns() const { return monotonic_ns() - start_ns_; }
 
-Thread* Tracer::thread_of(pid_t tid) {
-  auto it = threads_.find(tid);
-  return it == threads_.end() ? nullptr : it->second;
-}
-
 void Tracer::loop() {
   uint64_t handled = 0;
-  while (!processes_.empty()) {
+  while (!procs_.empty()) {
     if ((attach_mode_ && take_stop_request()) || host_.crashed()) {
       detach_all();
       break;
@@ -130,14 +125,14 @@ void Tracer::loop() {
         break;
       }
       // With one thread there is no one to starve: save the system call.
-      if (threads_.size() > 1) collect_pending();
+      if (procs_.thread_count() > 1) collect_pending();
     }
     handle_status(tid, status);
     // A trace whose process makes no records while others keep functracer busy.
     if ((++handled & 1023) == 0) flush_aged_traces(monotonic_ns());
   }
   // Processes we could no longer wait for (should not happen): flush what we have.
-  for (auto& [pid, p] : processes_)
+  for (auto& [pid, p] : procs_)
     if (p->trace) p->trace->flush();
 }
 
@@ -213,7 +208,7 @@ pid_t Tracer::wait_any(int* status) {
 
 uint64_t Tracer::flush_aged_traces(uint64_t now) {
   uint64_t due = 0;
-  for (auto& [pid, p] : processes_) {
+  for (auto& [pid, p] : procs_) {
     if (!p->trace || !p->trace->pending_since()) continue;
     uint64_t d = p->trace->pending_since() + TraceWriter::kMaxAgeNs;
     if (d <= now) p->trace->flush();
@@ -235,7 +230,7 @@ void Tracer::resume(Thread& t, int sig) {
 void Tracer::handle_status(pid_t tid, int status) {
   WaitStatus ws = WaitStatus::classify(status);
   if (WIFSTOPPED(status)) ++stats_.stops;
-  Thread* t = thread_of(tid);
+  Thread* t = procs_.thread(tid);
   if (!t) {
     if (WIFSTOPPED(status)) early_stops_[tid] = status;  // its creation event comes next
     return;
@@ -320,8 +315,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
   bool is_thread = event == PTRACE_EVENT_CLONE && tgid_of(new_tid) == pp.pid();
   Thread* nt = nullptr;
   if (is_thread) {
-    nt = pp.add_thread(new_tid);
-    threads_[new_tid] = nt;
+    nt = &procs_.add_thread(pp, new_tid);
     TraceRecord r;
     r.type = "thread";
     r.add("parent", static_cast<int64_t>(parent.tid));
@@ -348,7 +342,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     for (const auto& a : pp.areas) c.areas.push_back(std::make_unique<SsolArea>(*a));
     c.trampoline = pp.trampoline;
     c.r_debug = pp.r_debug;
-    nt = c.add_thread(new_tid);
+    nt = &procs_.add_thread(c, new_tid);
     nt->stack = parent.stack;  // the child's stack is a copy of the forking thread's
     nt->stack.mark_inherited();
     // The stubs are in the copy too; the forking thread's block is the child's.
@@ -366,7 +360,6 @@ void Tracer::handle_new_task(Thread& parent, int event) {
         nt->fast_records = parent.fast_records;
       }
     }
-    threads_[new_tid] = nt;
     if (auto s = c.mem().open(); !s) log::warn("{}", s.error().message);
     if (!opts_.follow_forks) {
       c.silent = true;
@@ -386,7 +379,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
       lifecycle(c, nt, FT_EVENT_PROCESS_CREATED, pp.pid(), 0, shares_mm ? "vfork" : "fork", std::move(r),
                 fmt::format("+++ process {} created by {} +++", new_tid, pp.pid()));
     }
-    processes_[new_tid] = std::move(child);
+    procs_.add(std::move(child));
   }
   nt->awaiting_initial_stop = true;
   if (auto it = early_stops_.find(new_tid); it != early_stops_.end()) {
@@ -398,12 +391,9 @@ void Tracer::handle_new_task(Thread& parent, int event) {
 
 void Tracer::release_child(Process& child) {
   remove_instrumentation(child);
-  for (const auto& [tid, t] : child.threads) {
-    (void)ptrace::detach(tid, t->held_signal);
-    threads_.erase(tid);
-  }
+  for (const auto& [tid, t] : child.threads()) (void)ptrace::detach(tid, t->held_signal);
   FT_DEBUG("released child {}", child.pid());
-  processes_.erase(child.pid());
+  procs_.remove(child);
 }
 
 void Tracer::forget_image(Thread& t) {
@@ -411,15 +401,9 @@ void Tracer::forget_image(Thread& t) {
   uint64_t now = monotonic_ns();
   // Every other thread of the process is gone (execve(2): "all threads other than the
   // calling thread are destroyed"); the exec'ing thread now has the process id.
-  for (auto it = p.threads.begin(); it != p.threads.end();) {
-    if (it->first != t.tid) {
-      if (!it->second->stack.empty()) report_unwound(*it->second, it->second->stack.take_all(), "exit", now, 0);
-      threads_.erase(it->first);
-      it = p.threads.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (const auto& [tid, other] : p.threads())
+    if (other.get() != &t && !other->stack.empty()) report_unwound(*other, other->stack.take_all(), "exit", now, 0);
+  procs_.remove_threads_except(p, t);
   if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
   // The old image's breakpoints and areas went with it.
   p.modules.clear();
@@ -443,10 +427,8 @@ void Tracer::handle_exec(Thread& t) {
   forget_image(t);
   if (p.silent) {
     // A vfork child that was not followed: the new image has none of our breakpoints.
-    pid_t pid = p.pid();
     (void)ptrace::detach(t.tid);
-    threads_.erase(t.tid);
-    processes_.erase(pid);
+    procs_.remove(p);
     return;
   }
   auto regs = ptrace::get_regs(t.tid);
@@ -493,17 +475,14 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
     r.add("status", status);
     lifecycle(p, &t, FT_EVENT_THREAD_EXITED, status, 0, nullptr, std::move(r), "");
   }
-  pid_t tid = t.tid;
-  threads_.erase(tid);
-  p.threads.erase(tid);
+  procs_.remove_thread(t);
 }
 
 void Tracer::process_gone(Process& p, const WaitStatus& ws) {
   uint64_t now = monotonic_ns();
-  for (auto& [tid, t] : p.threads)
+  for (auto& [tid, t] : p.threads())
     if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "exit", now, 0);
-  Thread* leader = nullptr;
-  if (auto it = p.threads.find(p.pid()); it != p.threads.end()) leader = it->second.get();
+  Thread* leader = p.leader();
   int code;
   if (ws.kind == WaitStatus::Kind::Exited) {
     code = ws.exit_code;
@@ -540,8 +519,7 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
     log::warn("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
               p.pid(), p.ifuncs.size(), p.ifuncs.size() == 1 ? "" : "s", p.ifuncs.front().demangled);
   if (p.trace) p.trace->flush();
-  for (auto& [tid, t] : p.threads) threads_.erase(tid);
-  processes_.erase(p.pid());
+  procs_.remove(p);
 }
 
 void Tracer::handle_signal(Thread& t, int sig) {
@@ -610,7 +588,7 @@ ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, u
   ft_ctx c;
   c.process = &p;
   if (p.reports_to)
-    if (auto it = processes_.find(p.reports_to); it != processes_.end()) c.process = it->second.get();
+    if (Process* to = procs_.find(p.reports_to)) c.process = to;
   c.thread = t;
   c.regs = regs ? regs : stop_regs_;
   c.now_ns = now;

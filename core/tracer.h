@@ -23,6 +23,7 @@
 #include "core/options.h"
 #include "core/plugin_host.h"
 #include "core/process.h"
+#include "core/process_table.h"
 #include "common/result.h"
 #include "core/wait_status.h"
 
@@ -197,12 +198,9 @@ class Tracer {
   void write_modules(Process& p);
   void write_module(Process& p, const Module& m);
 
-  Thread* thread_of(pid_t tid);
-
   const Options& opts_;
   PluginHost& host_;
-  std::map<pid_t, std::unique_ptr<Process>> processes_;
-  std::unordered_map<pid_t, Thread*> threads_;
+  ProcessTable procs_;
   std::map<pid_t, int> early_stops_;  // stops of new tasks seen before their creation event
   std::deque<std::pair<pid_t, int>> deferred_;  // statuses collected while waiting for one thread
   pid_t main_pid_ = 0;

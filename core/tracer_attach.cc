@@ -91,20 +91,16 @@ Status Tracer::attach(pid_t pid) {
   pid_t tgid = tgid_of(pid);
   if (tgid == 0) return Error::msg(fmt::format("no such process: {}", pid));
   if (tgid == ::getpid()) return Error::msg(fmt::format("cannot attach to process {}: it is functracer itself", pid));
-  if (processes_.count(tgid)) return {};  // named twice, or a thread of one already attached
-  auto proc = std::make_unique<Process>(tgid);
-  Process& p = *proc;
+  if (procs_.contains(tgid)) return {};  // named twice, or a thread of one already attached
+  Process& p = procs_.add(std::make_unique<Process>(tgid));
   p.attached = true;
   p.started = true;
-  processes_[tgid] = std::move(proc);
   if (main_pid_ == 0) main_pid_ = tgid;
 
   auto let_go = [&](Status s) {
-    for (auto& [tid, t] : p.threads) {
+    for (auto& [tid, t] : p.threads())
       if (t->stopped) (void)ptrace::detach(tid, t->held_signal);
-      threads_.erase(tid);
-    }
-    processes_.erase(tgid);
+    procs_.remove(p);
     return s;
   };
   if (auto s = seize_threads(p); !s) return let_go(s);
@@ -114,8 +110,8 @@ Status Tracer::attach(pid_t pid) {
   if (auto s = open_trace(p); !s) return let_go(s);
   if (auto s = setup_attached(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
   if (p.trace) p.trace->flush();  // the header and module map are there for readers at once
-  log::info("attached to process {} ({} thread{})", p.pid(), p.threads.size(), p.threads.size() == 1 ? "" : "s");
-  for (auto& [tid, t] : p.threads) {
+  log::info("attached to process {} ({} thread{})", p.pid(), p.threads().size(), p.threads().size() == 1 ? "" : "s");
+  for (auto& [tid, t] : p.threads()) {
     if (!t->stopped) continue;
     t->stopped = false;
     if (t->group_stop) {
@@ -165,18 +161,17 @@ Status Tracer::seize_threads(Process& p) {
         if (err == ESRCH) return Error::msg(fmt::format("no such process: {}", p.pid()));
         return Error::msg(fmt::format("cannot attach to process {}: {}", p.pid(), s.error().message));
       }
-      Thread* t = p.add_thread(tid);
-      threads_[tid] = t;
+      procs_.add_thread(p, tid);
       (void)ptrace::interrupt(tid);
       added = true;
     }
   }
-  if (p.threads.empty()) return Error::msg(fmt::format("no such process: {}", p.pid()));
+  if (p.threads().empty()) return Error::msg(fmt::format("no such process: {}", p.pid()));
   // Copy the list: a thread's clone event adds threads.
   std::vector<Thread*> seized;
-  for (auto& [tid, t] : p.threads) seized.push_back(t.get());
+  for (auto& [tid, t] : p.threads()) seized.push_back(t.get());
   for (Thread* t : seized) (void)stop_thread(*t);  // one that exits meanwhile is reported by the loop
-  if (!p.threads.count(p.pid()))
+  if (!p.leader())
     return Error::msg(fmt::format("no such process: {}", p.pid()));
   return {};
 }
@@ -239,7 +234,7 @@ Status Tracer::setup_attached(Process& p) {
   if (auto s = p.mem().open(); !s) return s;
   if (!p.trace)
     if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
-  Thread* leader = p.threads.count(p.pid()) ? p.threads[p.pid()].get() : nullptr;
+  Thread* leader = p.leader();
   {
     long ppid = status_number(p.pid(), "PPid");
     TraceRecord r;
@@ -252,9 +247,9 @@ Status Tracer::setup_attached(Process& p) {
   // Code is injected through a thread in an ordinary stop; one in a group-stop would
   // leave it, and is sent its stop signal again afterwards.
   Thread* worker = nullptr;
-  for (auto& [tid, t] : p.threads)
+  for (auto& [tid, t] : p.threads())
     if (t->stopped && !t->group_stop && (!worker || tid == p.pid())) worker = t.get();
-  for (auto& [tid, t] : p.threads)
+  for (auto& [tid, t] : p.threads())
     if (!worker && t->stopped) worker = t.get();
   if (!worker) return Error::msg("no thread is stopped");
   if (worker->group_stop) {
@@ -281,17 +276,18 @@ Status Tracer::setup_attached(Process& p) {
 
 void Tracer::detach_all() {
   detaching_ = true;
-  for (auto& [tid, t] : threads_)
-    if (!t->stopped && !t->awaiting_initial_stop) (void)ptrace::interrupt(tid);
+  for (auto& [pid, p] : procs_)
+    for (auto& [tid, t] : p->threads())
+      if (!t->stopped && !t->awaiting_initial_stop) (void)ptrace::interrupt(tid);
   uint64_t since = monotonic_ns();
   bool warned = false;
-  while (!processes_.empty()) {
+  while (!procs_.empty()) {
     std::vector<Process*> ready;
-    for (auto& [pid, p] : processes_)
-      if (std::all_of(p->threads.begin(), p->threads.end(), [](const auto& e) { return e.second->stopped; }))
+    for (auto& [pid, p] : procs_)
+      if (std::all_of(p->threads().begin(), p->threads().end(), [](const auto& e) { return e.second->stopped; }))
         ready.push_back(p.get());
     for (Process* p : ready) detach_process(*p);
-    if (processes_.empty()) break;
+    if (procs_.empty()) break;
     int status = 0;
     pid_t tid;
     if (!deferred_.empty()) {
@@ -411,7 +407,7 @@ void Tracer::remove_instrumentation(Process& p) {
   }
   for (const auto& [addr, bp] : p.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
   if (p.trampoline.null()) return;
-  for (const auto& [tid, t] : p.threads)
+  for (const auto& [tid, t] : p.threads())
     for (const auto& f : t->stack.frames()) {
       if (!f.armed || f.tail || f.site) continue;
       auto v = p.mem().read_u64(RemoteAddr(f.slot));
@@ -422,7 +418,7 @@ void Tracer::remove_instrumentation(Process& p) {
 void Tracer::detach_process(Process& p) {
   drain_fast(p);
   // A thread stopped just before executing the trampoline returns now.
-  for (auto& [tid, t] : p.threads) {
+  for (auto& [tid, t] : p.threads()) {
     if (p.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
     if (regs && p.is_return_hook(regs->ip()) && finish_return(*t, *regs))
@@ -430,22 +426,19 @@ void Tracer::detach_process(Process& p) {
   }
   remove_instrumentation(p);
   uint64_t now = monotonic_ns();
-  for (auto& [tid, t] : p.threads)
+  for (auto& [tid, t] : p.threads())
     if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "detach", now, 0);
   if (!p.silent) {
-    Thread* leader = p.threads.count(p.pid()) ? p.threads[p.pid()].get() : nullptr;
+    Thread* leader = p.leader();
     TraceRecord r;
     r.type = "detach";
     lifecycle(p, leader, FT_EVENT_DETACHED, 0, 0, nullptr, std::move(r),
               fmt::format("+++ detached from process {} +++", p.pid()));
   }
   if (p.trace) p.trace->flush();
-  for (auto& [tid, t] : p.threads) {
-    (void)ptrace::detach(tid, t->group_stop ? 0 : t->held_signal);
-    threads_.erase(tid);
-  }
+  for (auto& [tid, t] : p.threads()) (void)ptrace::detach(tid, t->group_stop ? 0 : t->held_signal);
   log::info("detached from process {}", p.pid());
-  processes_.erase(p.pid());
+  procs_.remove(p);
 }
 
 }  // namespace ft

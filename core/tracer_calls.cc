@@ -250,7 +250,7 @@ bool Tracer::finish_return(Thread& t, Registers& regs) {
   if (!r.found) {
     // A stack that moved between threads (a coroutine suspended on one thread and
     // resumed on another): its frame is on the other thread's shadow stack.
-    for (auto& [tid, other] : t.process->threads) {
+    for (auto& [tid, other] : t.process->threads()) {
       if (other.get() == &t) continue;
       r = other->stack.take(regs.sp());
       if (r.found) break;

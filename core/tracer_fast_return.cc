@@ -122,7 +122,7 @@ void Tracer::drain_fast(Process& p, Thread* stopped, uint64_t sp) {
   if (stopped) stopped->sp_word_valid = false;
   if (p.fast_data.null()) return;
   std::vector<Thread*> threads;
-  for (auto& [tid, t] : p.threads)
+  for (auto& [tid, t] : p.threads())
     if (t->fast_slot >= 0 && !t->fast_records.empty()) threads.push_back(t.get());
   if (threads.empty()) return;
   // The tops, in one read when there is one thread (the usual case) or a few. With

@@ -133,7 +133,7 @@ bool Tracer::delivered_directly(int sig, pid_t from, uint64_t at) {
   int status = 0;
   for (pid_t w; (w = ::waitpid(-1, &status, __WALL | WNOHANG)) > 0;) deferred_.emplace_back(w, status);
   for (const auto& [tid, st] : deferred_) {
-    Thread* t = thread_of(tid);
+    Thread* t = procs_.thread(tid);
     if (!t || t->process->pid() != main_pid_ || !WIFSTOPPED(st) || WSTOPSIG(st) != sig || (st >> 16) != 0) continue;
     auto si = ptrace::siginfo(tid);
     if (si && si->si_signo == sig && si->si_code == SI_USER && si->si_pid == from) return true;
@@ -264,10 +264,7 @@ Result<int> Tracer::run_launch() {
     return pid.error();
   }
   main_pid_ = *pid;
-  auto proc = std::make_unique<Process>(*pid);
-  Thread* t = proc->add_thread(*pid);
-  threads_[*pid] = t;
-  processes_[*pid] = std::move(proc);
+  procs_.add_thread(procs_.add(std::make_unique<Process>(*pid)), *pid);
   loop();
   if (host_.crashed()) {
     // Let go of (loop() detached it): it runs on untraced to its end, still
