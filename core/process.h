@@ -18,6 +18,7 @@
 
 #include "arch/relocation.h"
 #include "core/backtracer.h"
+#include "core/breakpoint.h"
 #include "core/call_stack.h"
 #include "core/dwarf_params.h"
 #include "core/elf_image.h"
@@ -109,16 +110,6 @@ struct FunctionInfo {
 
 };
 
-struct Breakpoint {
-  RemoteAddr addr;
-  uint8_t orig_byte = 0;
-  arch::Relocation reloc;
-  RemoteAddr slot;
-  uint32_t fn = 0;              // FunctionInfo id (valid when traced)
-  bool traced = false;
-  unsigned hooks = kHookNone;
-  const Module* module = nullptr;
-};
 
 class Process;
 

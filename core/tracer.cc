@@ -31,12 +31,6 @@ Tracer* g_tracer = nullptr;  // for on_engine_fault
 
 }  // namespace
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void Tracer::request_toggle() { g_toggle = true; }
 
 Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host) {
@@ -44,9 +38,6 @@ Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host)
   start_ns_ = monotonic_ns();
   enabled_ = !opts.start_disabled;
   if (const char* v = std::getenv("FT_FAST_RETURNS"); v && std::strcmp(v, "0") == 0) fast_returns_ = false;
-  // Polling only makes sense when the traced threads have another CPU to run on.
-  cpu_set_t cpus;
-  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2) spin_ns_ = kSpinNs;
 }
 
 Tracer::~Tracer() { g_tracer = nullptr; }
@@ -111,23 +102,17 @@ void Tracer::loop() {
       enabled_ = !enabled_;
       log::info("tracing {}", enabled_ ? "enabled" : "disabled");
     }
-    int status = 0;
-    pid_t tid;
-    if (!deferred_.empty()) {
-      std::tie(tid, status) = deferred_.front();
-      deferred_.pop_front();
-    } else {
-      tid = wait_any(&status);
-      if (tid < 0) {
-        if (errno == EINTR) continue;
-        if (errno == ECHILD) break;
-        log::error("waitpid: {}", std::strerror(errno));
-        break;
-      }
-      // With one thread there is no one to starve: save the system call.
-      if (procs_.thread_count() > 1) collect_pending();
+    bool queued = !stops_.deferred().empty();
+    auto stop = stops_.next(*this);
+    if (!stop) {
+      if (errno == EINTR) continue;
+      if (errno == ECHILD) break;
+      log::error("waitpid: {}", std::strerror(errno));
+      break;
     }
-    handle_status(tid, status);
+    // With one thread there is no one to starve: save the system call.
+    if (!queued && procs_.thread_count() > 1) stops_.collect_pending();
+    handle_status(stop->tid, stop->status);
     // A trace whose process makes no records while others keep functracer busy.
     if ((++handled & 1023) == 0) flush_aged_traces(monotonic_ns());
   }
@@ -136,74 +121,14 @@ void Tracer::loop() {
     if (p->trace) p->trace->flush();
 }
 
-void Tracer::collect_pending() {
-  // waitpid(-1) reports the most recently attached thread first (the kernel scans its
-  // list of tracees from the newest). Handling one stop and waiting again would serve
-  // busy new threads over and over while older ones, stopped all the while, starve
-  // (a thread could wait seconds for each of its stops). Every stop already pending
-  // is taken now, and all of them are handled before the next wait.
-  int status = 0;
-  pid_t tid;
-  while ((tid = ::waitpid(-1, &status, __WALL | WNOHANG)) > 0) deferred_.emplace_back(tid, status);
+bool Tracer::wake_requested() {
+  return g_toggle.load() || (attach_mode_ && stop_requested()) || (!attach_mode_ && forward_pending());
 }
 
-pid_t Tracer::wait_any(int* status) {
-  // When stops come in quick succession (a traced function called in a loop), the
-  // next one is microseconds away. Sleeping in waitpid then costs a wakeup of this
-  // CPU at every stop, which on virtual machines is often the largest part of a stop's
-  // cost; polling for a short while avoids it. Once a wait takes longer than the
-  // polling window, functracer goes back to sleeping until waits are short again.
-  uint64_t start = monotonic_ns();
-  if (spin_ns_ > 0 && last_wait_ns_ < spin_ns_) {
-    uint64_t until = start + spin_ns_;
-    uint64_t now = start;
-    do {
-      pid_t tid = ::waitpid(-1, status, __WALL | WNOHANG);
-      if (tid != 0) {
-        last_wait_ns_ = monotonic_ns() - start;
-        return tid;
-      }
-      now = monotonic_ns();
-    } while (now < until);
-  }
-  // Sleeping: until a traced thread changes state or functracer gets a signal that
-  // asks for something (detach, toggle). The signals are blocked while the requests
-  // are checked, so one arriving just before the sleep still ends it.
-  sigset_t wake, old;
-  sigemptyset(&wake);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) sigaddset(&wake, sig);
-  sigprocmask(SIG_BLOCK, &wake, &old);
-  pid_t tid;
-  for (;;) {
-    if (g_toggle.load() || (attach_mode_ && stop_requested()) || (!attach_mode_ && forward_pending())) {
-      errno = EINTR;
-      tid = -1;
-      break;
-    }
-    tid = ::waitpid(-1, status, __WALL | WNOHANG);
-    if (tid != 0) break;
-    // Records still buffered are written once they are TraceWriter::kMaxAgeNs old,
-    // should nothing happen before then.
-    siginfo_t si{};
-    int sig;
-    uint64_t now = monotonic_ns();
-    if (uint64_t due = flush_aged_traces(now)) {
-      uint64_t left_ns = due - now;
-      timespec left{static_cast<time_t>(left_ns / 1000000000), static_cast<long>(left_ns % 1000000000)};
-      sig = sigtimedwait(&wake, &si, &left);
-    } else {
-      sig = sigwaitinfo(&wake, &si);
-    }
-    bool from_user = si.si_code <= 0 && si.si_pid != 0;
-    if (sig <= 0 || sig == SIGCHLD || (from_user && is_tracee(si.si_pid))) continue;  // see is_tracee
-    if (sig == SIGUSR1) request_toggle();
-    else request_stop(sig, from_user ? si.si_pid : 0);
-  }
-  int saved_errno = errno;
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  errno = saved_errno;
-  last_wait_ns_ = monotonic_ns() - start;
-  return tid;
+void Tracer::on_signal(int sig, pid_t sender) {
+  if (sender && is_tracee(sender)) return;  // see is_tracee
+  if (sig == SIGUSR1) request_toggle();
+  else request_stop(sig, sender);
 }
 
 uint64_t Tracer::flush_aged_traces(uint64_t now) {
@@ -229,10 +154,9 @@ void Tracer::resume(Thread& t, int sig) {
 
 void Tracer::handle_status(pid_t tid, int status) {
   WaitStatus ws = WaitStatus::classify(status);
-  if (WIFSTOPPED(status)) ++stats_.stops;
   Thread* t = procs_.thread(tid);
   if (!t) {
-    if (WIFSTOPPED(status)) early_stops_[tid] = status;  // its creation event comes next
+    if (WIFSTOPPED(status)) stops_.hold_early({tid, status});  // its creation event comes next
     return;
   }
   FT_DEBUG("tid {}: {}", tid, ws.describe());
@@ -382,8 +306,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     procs_.add(std::move(child));
   }
   nt->awaiting_initial_stop = true;
-  if (auto it = early_stops_.find(new_tid); it != early_stops_.end()) {
-    early_stops_.erase(it);
+  if (stops_.take_early(new_tid)) {
     nt->awaiting_initial_stop = false;
     start_initial_thread(*nt);
   }

@@ -20,11 +20,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
+#include "core/injector.h"
 #include "core/options.h"
 #include "core/plugin_host.h"
 #include "core/process.h"
 #include "core/process_table.h"
 #include "common/result.h"
+#include "core/stop_queue.h"
 #include "core/wait_status.h"
 
 namespace ft {
@@ -43,7 +46,7 @@ struct TracerStats {
   uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }
 };
 
-class Tracer {
+class Tracer : private StopQueue::Sleeper {
  public:
   Tracer(const Options& opts, PluginHost& host);
   ~Tracer();
@@ -54,7 +57,11 @@ class Tracer {
   // asked to stop, then detaches; returns 0 (see tracer_attach.cc).
   Result<int> run_attach(const std::vector<pid_t>& pids);
 
-  const TracerStats& stats() const { return stats_; }
+  TracerStats stats() const {
+    TracerStats s = stats_;
+    s.stops = stops_.stops();
+    return s;
+  }
   uint64_t elapsed_ns() const;
 
   // Asynchronous requests from signal handlers (only set flags).
@@ -86,10 +93,10 @@ class Tracer {
  private:
   Result<pid_t> spawn();
   void loop();
-  pid_t wait_any(int* status);
-  // Queues every stop already pending (in deferred_), so that each is handled once
-  // before any thread is served again.
-  void collect_pending();
+  // StopQueue::Sleeper: what the loop's waits may be woken for.
+  bool wake_requested() override;
+  void on_signal(int sig, pid_t sender) override;
+  uint64_t idle(uint64_t now) override { return flush_aged_traces(now); }
   // Writes out the trace buffers holding records older than TraceWriter::kMaxAgeNs;
   // returns when the next one is due (0: nothing is buffered).
   uint64_t flush_aged_traces(uint64_t now);
@@ -119,18 +126,10 @@ class Tracer {
   // A bare breakpoint at addr (or the one already there); nullptr if refused.
   Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);
-  Result<uint64_t> inject_syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
-                                  std::initializer_list<uint64_t> args);
-  Result<Registers> run_to_trap(Thread& t, uint64_t expect_ip);
-  // Calls fn(arg) in the stopped thread t, whose registers are saved, and returns what
-  // it returned; the thread's registers are put back.
-  Result<uint64_t> call_function(Thread& t, const Registers& saved, uint64_t fn, uint64_t arg);
   // IFUNCs (tracer_ifunc.cc): breakpoints on .init functions, from which on the
   // modules are relocated; resolving the pending ones there (or at once, attached).
   void plan_ifunc_resolution(Process& p, Thread& t, Registers& regs);
   void resolve_ifuncs(Process& p, Thread& t, Registers& regs);
-  Status settle_after_exec(Process& p, Thread& t, Registers& regs);
-  Status apply_relocation(Process& p, const Breakpoint& bp, Registers& regs);
   void rearm(Thread& t, uint64_t sp);
   void disarm(Thread& t);
 
@@ -201,8 +200,8 @@ class Tracer {
   const Options& opts_;
   PluginHost& host_;
   ProcessTable procs_;
-  std::map<pid_t, int> early_stops_;  // stops of new tasks seen before their creation event
-  std::deque<std::pair<pid_t, int>> deferred_;  // statuses collected while waiting for one thread
+  StopQueue stops_;
+  Injector injector_{stops_};
   pid_t main_pid_ = 0;
   int main_exit_ = 0;
   bool enabled_ = true;
@@ -212,16 +211,11 @@ class Tracer {
   bool detaching_ = false;    // stopping every thread to let go of them
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
-  static constexpr uint64_t kSpinNs = 100'000;  // polling window of wait_any
-  uint64_t spin_ns_ = 0;
-  uint64_t last_wait_ns_ = 0;
   TracerStats stats_;
   // During an entry breakpoint's stop: its registers with the pc on the breakpoint
   // (where the program is), for events that arise there without registers of their
   // own (modules found by the linker hook, frames unwound), so backtraces start right.
   const Registers* stop_regs_ = nullptr;
 };
-
-uint64_t monotonic_ns();
 
 }  // namespace ft

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "core/tracer.h"
 #include "arch/calling_convention.h"
@@ -17,104 +18,9 @@
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
+#include "core/tracee_guards.h"
 
 namespace ft {
-
-Result<uint64_t> Tracer::inject_syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
-                                        std::initializer_list<uint64_t> args) {
-  Registers r = saved;
-  r.raw.rax = static_cast<unsigned long long>(nr);
-  unsigned long long* slots[] = {&r.raw.rdi, &r.raw.rsi, &r.raw.rdx, &r.raw.r10, &r.raw.r8, &r.raw.r9};
-  size_t i = 0;
-  for (uint64_t a : args) *slots[i++] = a;
-  r.set_ip(stub.value());
-  r.set_no_restart();
-  if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
-  auto after = run_to_trap(t, stub.value() + 3);
-  if (!after) return after.error();
-  if (auto s = ptrace::set_regs(t.tid, saved); !s) return s.error();
-  return after->ret();
-}
-
-Result<Registers> Tracer::run_to_trap(Thread& t, uint64_t expect_ip) {
-  if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
-  for (;;) {
-    int status = 0;
-    pid_t w = ::waitpid(t.tid, &status, __WALL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Error::from_errno(errno, "waitpid");
-    }
-    ++stats_.stops;
-    WaitStatus ws = WaitStatus::classify(status);
-    if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
-      deferred_.emplace_back(w, status);
-      return Error::msg("the thread ended while running functracer's code");
-    }
-    if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) {
-      auto now = ptrace::get_regs(t.tid);
-      if (!now) return now.error();
-      if (now->ip() == expect_ip) return *now;
-      // A breakpoint in code functracer runs (a function it calls): step over it,
-      // unreported.
-      Process& p = *t.process;
-      auto bp = p.breakpoints.find(now->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
-      if (bp != p.breakpoints.end() && !p.is_trampoline(bp->second.addr)) {
-        if (auto s = apply_relocation(p, bp->second, *now); !s) return s.error();
-        if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();
-      }
-    } else if (ws.kind == WaitStatus::Kind::SignalStop && is_fault_signal(ws.signal)) {
-      // The code functracer made the thread run faulted: the fault is functracer's,
-      // not the program's (the caller puts the registers back; the signal is dropped).
-      if (auto si = ptrace::siginfo(t.tid); si && si->si_code > 0)
-        return Error::msg(fmt::format("{} at {:#x}", signal_name(ws.signal),
-                                      reinterpret_cast<uint64_t>(si->si_addr)));
-      t.held_signal = ws.signal;
-    } else if (ws.kind == WaitStatus::Kind::SignalStop) {
-      // A signal that arrived meanwhile is held and delivered at the next resume.
-      t.held_signal = ws.signal;
-    }
-    if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
-  }
-}
-
-Result<uint64_t> Tracer::call_function(Thread& t, const Registers& saved, uint64_t fn, uint64_t arg) {
-  Process& p = *t.process;
-  if (p.areas.empty()) return Error::msg("no out-of-line area");
-  // Below the red zone of whatever the thread was running, 16-byte aligned at the
-  // call, returning onto an int3 of the area.
-  uint64_t ret = p.areas.front()->call_return().value();
-  uint64_t sp = ((saved.sp() - 256) & ~uint64_t{15}) - 8;
-  if (auto s = p.mem().write_u64(RemoteAddr(sp), ret); !s) return s.error();
-  Registers r = saved;
-  r.set_sp(sp);
-  r.set_ip(fn);
-  r.raw.rdi = arg;
-  r.raw.rax = 0;
-  r.set_no_restart();  // a thread stopped in a system call must not restart it here
-  if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
-  auto after = run_to_trap(t, ret + arch::breakpoint_ip_advance(arch::Arch::X86_64));
-  if (auto s = ptrace::set_regs(t.tid, saved); !s) return s.error();
-  if (!after) return after.error();
-  return after->ret();
-}
-
-Status Tracer::settle_after_exec(Process& p, Thread& t, Registers& regs) {
-  // At the PTRACE_EVENT_EXEC stop the thread is still inside execve: registers set now
-  // would have rax overwritten by execve's return value on the way out. Let it return
-  // to user mode onto a temporary int3 at its entry point, then work from there.
-  RemoteAddr ip(regs.ip());
-  uint8_t saved = 0;
-  static constexpr uint8_t kInt3 = 0xcc;
-  if (auto s = p.mem().read_exact(ip, {&saved, 1}); !s) return s;
-  if (auto s = p.mem().write(ip, {&kInt3, 1}); !s) return s;
-  auto after = run_to_trap(t, ip.value() + 1);
-  (void)p.mem().write(ip, {&saved, 1});
-  if (!after) return after.error();
-  regs = *after;
-  regs.set_ip(ip.value());
-  return ptrace::set_regs(t.tid, regs);
-}
 
 SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr) {
   for (auto& a : p.areas)
@@ -132,19 +38,20 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   // ip or the process's scratch address. That only happens while no other thread can
   // run there (right after exec, or with every thread stopped at attach).
   RemoteAddr stub;
-  uint8_t saved_code[3] = {};
-  bool temp = p.areas.empty();
+  std::optional<CodePatch> temp;
   static constexpr uint8_t kStub[3] = {0x0f, 0x05, 0xcc};  // syscall; int3
-  if (temp) {
+  if (p.areas.empty()) {
     stub = p.scratch.null() ? RemoteAddr(regs.ip()) : p.scratch;
-    if (!p.mem().read_exact(stub, saved_code) || !p.mem().write(stub, kStub)) return nullptr;
+    auto patch = CodePatch::apply(p.mem(), stub, kStub);
+    if (!patch) return nullptr;
+    temp.emplace(std::move(*patch));
   } else {
     stub = p.areas.front()->syscall_stub();
   }
-  auto rc = inject_syscall(t, regs, stub, SYS_mmap,
-                           {hint, SsolArea::kSize, PROT_READ | PROT_EXEC,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, static_cast<uint64_t>(-1), 0});
-  if (temp) (void)p.mem().write(stub, saved_code);
+  auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
+                              {hint, SsolArea::kSize, PROT_READ | PROT_EXEC,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, static_cast<uint64_t>(-1), 0});
+  temp.reset();
   if (!rc) {
     log::warn("cannot map an out-of-line area in process {}: {}", p.pid(), rc.error().message);
     return nullptr;
@@ -170,7 +77,7 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
 
 Status Tracer::setup_address_space(Process& p, Thread& t, Registers& regs) {
   if (auto s = p.mem().open(); !s) return s;  // the old file was bound to the old image
-  if (auto s = settle_after_exec(p, t, regs); !s) return s;
+  if (auto s = injector_.settle_after_exec(t, regs); !s) return s;
   auto maps = read_maps(p.pid());
   if (!maps) return maps.error();
   return load_modules(p, t, regs, *maps);

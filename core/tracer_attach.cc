@@ -180,9 +180,9 @@ Status Tracer::stop_thread(Thread& t) {
   uint64_t since = monotonic_ns();
   bool warned = false;
   while (!t.stopped) {
-    int status = 0;
-    pid_t w = ::waitpid(t.tid, &status, __WALL | WNOHANG);
-    if (w == 0) {
+    auto polled = stops_.poll_thread(t.tid);
+    if (!polled) return polled.error();
+    if (!*polled) {
       if (!warned && monotonic_ns() - since > kSlowStopNs) {
         log::warn("waiting for thread {} to stop", t.tid);
         warned = true;
@@ -190,21 +190,17 @@ Status Tracer::stop_thread(Thread& t) {
       ::usleep(200);
       continue;
     }
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Error::from_errno(errno, fmt::format("waitpid for thread {}", t.tid));
-    }
-    ++stats_.stops;
-    WaitStatus ws = WaitStatus::classify(status);
+    Stop stop = **polled;
+    WaitStatus ws = WaitStatus::classify(stop.status);
     switch (ws.kind) {
       case WaitStatus::Kind::Exited:
       case WaitStatus::Kind::Killed:
-        deferred_.emplace_back(w, status);
+        stops_.defer(stop);
         return Error::msg(fmt::format("thread {} ended", t.tid));
       case WaitStatus::Kind::EventStop:
         if (ws.event == PTRACE_EVENT_EXEC) {
           // A new image: the loop sets it up from scratch (and resumes the thread).
-          deferred_.emplace_back(w, status);
+          stops_.defer(stop);
           return Error::msg(fmt::format("thread {} called exec", t.tid));
         }
         if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)
@@ -288,28 +284,21 @@ void Tracer::detach_all() {
         ready.push_back(p.get());
     for (Process* p : ready) detach_process(*p);
     if (procs_.empty()) break;
-    int status = 0;
-    pid_t tid;
-    if (!deferred_.empty()) {
-      std::tie(tid, status) = deferred_.front();
-      deferred_.pop_front();
-    } else {
-      tid = ::waitpid(-1, &status, __WALL | WNOHANG);
-      if (tid == 0) {
-        if (!warned && monotonic_ns() - since > kSlowStopNs) {
-          log::warn("waiting for the traced threads to stop before detaching");
-          warned = true;
-        }
-        ::usleep(200);
-        continue;
-      }
-      if (tid < 0) {
-        if (errno == EINTR) continue;
+    auto stop = stops_.poll();
+    if (!stop) {
+      if (errno == EINTR) continue;
+      if (errno != 0) {
         log::error("waitpid: {}", std::strerror(errno));
         break;
       }
+      if (!warned && monotonic_ns() - since > kSlowStopNs) {
+        log::warn("waiting for the traced threads to stop before detaching");
+        warned = true;
+      }
+      ::usleep(200);
+      continue;
     }
-    handle_status(tid, status);  // while detaching_: collect_for_detach
+    handle_status(stop->tid, stop->status);  // while detaching_: collect_for_detach
   }
   detaching_ = false;
 }

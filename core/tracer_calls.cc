@@ -20,41 +20,6 @@ constexpr uint64_t kRDebugStateOffset = 24;  // struct r_debug { int; link_map*;
 
 }  // namespace
 
-Status Tracer::apply_relocation(Process& p, const Breakpoint& bp, Registers& regs) {
-  const arch::Relocation& rel = bp.reloc;
-  if (rel.kind == arch::Relocation::Kind::OutOfLine) {
-    regs.set_ip(bp.slot.value());
-    return {};
-  }
-  const arch::Emulation& e = rel.emulation;
-  uint64_t target = e.target;
-  switch (e.kind) {
-    case arch::Emulation::Kind::SetIp:
-      regs.set_ip(target);
-      return {};
-    case arch::Emulation::Kind::JumpMem: {
-      auto v = p.mem().read_u64(RemoteAddr(e.mem));
-      if (!v) return v.error();
-      regs.set_ip(*v);
-      return {};
-    }
-    case arch::Emulation::Kind::CallMem: {
-      auto v = p.mem().read_u64(RemoteAddr(e.mem));
-      if (!v) return v.error();
-      target = *v;
-      [[fallthrough]];
-    }
-    case arch::Emulation::Kind::Call: {
-      uint64_t sp = regs.sp() - 8;
-      if (auto s = p.mem().write_u64(RemoteAddr(sp), e.return_addr); !s) return s;
-      regs.set_sp(sp);
-      regs.set_ip(target);
-      return {};
-    }
-  }
-  return {};
-}
-
 void Tracer::disarm(Thread& t) {
   Process& p = *t.process;
   for (auto [slot, real] : t.stack.disarm()) (void)p.mem().write_u64(RemoteAddr(slot), real);
@@ -192,7 +157,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     }
   }
   if (hooks) sync_fast(t);  // the hooks may have changed the shadow stack
-  if (auto s = apply_relocation(p, *bp, regs); !s) {
+  if (auto s = apply_relocation(p.mem(), *bp, regs); !s) {
     // The emulated instruction touched memory the program cannot touch either (a
     // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
     log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr,

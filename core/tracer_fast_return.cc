@@ -19,7 +19,7 @@ int Tracer::fast_block(Process& p, Thread& t, Registers& regs) {
   if (t.fast_slot >= 0) return t.fast_slot;
   if (p.fast_unavailable || p.areas.empty()) return -1;
   if (p.fast_data.null()) {
-    auto rc = inject_syscall(t, regs, p.areas.front()->syscall_stub(), SYS_mmap,
+    auto rc = injector_.syscall(t, regs, p.areas.front()->syscall_stub(), SYS_mmap,
                              {0, fastret::kDataSize, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, static_cast<uint64_t>(-1), 0});
     if (!rc || *rc > static_cast<uint64_t>(-4096)) {

@@ -6,7 +6,7 @@
 // name.
 //
 // functracer asks the resolver itself: it calls it in a stopped thread of the process
-// (call_function) and plants a breakpoint at the address it returns. Resolvers read
+// (Injector::call) and plants a breakpoint at the address it returns. Resolvers read
 // the CPU description through relocated pointers (glibc: _rtld_global_ro), so they can
 // only be asked once their module is relocated. The dynamic linker relocates every
 // module of a load (start-up, or one dlopen) before it runs the first .init function
@@ -66,7 +66,7 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
     uint64_t resolver = f.sym.value + f.module->bias;
     Result<uint64_t> impl = Error::msg("");
     if (auto a = answers.find(resolver); a != answers.end()) impl = a->second;
-    else impl = call_function(t, regs, resolver, hwcap);
+    else impl = injector_.call(t, regs, RemoteAddr(resolver), hwcap);
     if (impl) answers[resolver] = *impl;
     if (!impl) {
       ++stats_.refused;

@@ -130,9 +130,8 @@ bool Tracer::delivered_directly(int sig, pid_t from, uint64_t at) {
   unsigned long long pending = std::strtoull(status_field(main_pid_, "ShdPnd").c_str(), nullptr, 16);
   if (pending & (1ull << (sig - 1))) return true;
   // Taken by a thread, which is in its signal-delivery stop now: collect the stops.
-  int status = 0;
-  for (pid_t w; (w = ::waitpid(-1, &status, __WALL | WNOHANG)) > 0;) deferred_.emplace_back(w, status);
-  for (const auto& [tid, st] : deferred_) {
+  stops_.collect_pending();
+  for (const auto& [tid, st] : stops_.deferred()) {
     Thread* t = procs_.thread(tid);
     if (!t || t->process->pid() != main_pid_ || !WIFSTOPPED(st) || WSTOPSIG(st) != sig || (st >> 16) != 0) continue;
     auto si = ptrace::siginfo(tid);
@@ -213,7 +212,7 @@ Result<pid_t> Tracer::spawn() {
                           PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
   if (auto s = ptrace::seize(pid, options); !s) {
     ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
+    (void)stops_.reap(pid);
     return Error::msg("cannot trace '" + prog + "': " + s.error().message);
   }
   // From now on the program exists: functracer's stop signals go to it (one that came
@@ -227,17 +226,15 @@ Result<pid_t> Tracer::spawn() {
   // terminal's Ctrl-C, one passed on) is a signal-delivery stop to be answered:
   // delivered, with the dispositions the program starts with.
   for (;;) {
-    int status = 0;
-    pid_t w = ::waitpid(pid, &status, __WALL);
-    if (w < 0) {
-      if (errno == EINTR) {
+    auto stop = stops_.wait_thread(pid, true);
+    if (!stop) {
+      if (stop.error().code == EINTR) {
         forward_signals(false);
         continue;
       }
-      return Error::from_errno(errno, "waitpid");
+      return stop.error();
     }
-    ++stats_.stops;
-    WaitStatus ws = WaitStatus::classify(status);
+    WaitStatus ws = WaitStatus::classify(stop->status);
     if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed ||
         (ws.kind == WaitStatus::Kind::EventStop && ws.event == PTRACE_EVENT_EXEC)) {
       int e = 0;
@@ -248,7 +245,7 @@ Result<pid_t> Tracer::spawn() {
       }
       ::close(err[0]);
       if (n == static_cast<ssize_t>(sizeof e)) return Error::from_errno(e, "cannot run '" + prog + "'");
-      deferred_.emplace_back(pid, status);  // the loop handles the exec, or the death
+      stops_.defer(*stop);  // the loop handles the exec, or the death
       return pid;
     }
     if (ws.kind == WaitStatus::Kind::SignalStop) (void)ptrace::cont(pid, ws.signal);
@@ -269,9 +266,7 @@ Result<int> Tracer::run_launch() {
   if (host_.crashed()) {
     // Let go of (loop() detached it): it runs on untraced to its end, still
     // functracer's child. A terminal's signals reach it directly.
-    int status;
-    while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    (void)stops_.reap(*pid);
   }
   g_forward_pid = kEnded;
   host_.finish();

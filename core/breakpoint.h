@@ -1,0 +1,36 @@
+// Breakpoint: an entry breakpoint planted in the tracee's code, and what a thread that
+// hit it must do to go on as if the displaced instruction had run (arch/relocation.h):
+// either run it from its out-of-line slot, or have its effect applied to the
+// registers (and at most one word of the stack) here.
+#pragma once
+
+#include <cstdint>
+
+#include "arch/relocation.h"
+#include "common/result.h"
+#include "core/registers.h"
+#include "core/remote_addr.h"
+#include "core/remote_memory.h"
+#include "core/symbol_policy.h"
+
+namespace ft {
+
+struct Module;
+
+struct Breakpoint {
+  RemoteAddr addr;
+  uint8_t orig_byte = 0;
+  arch::Relocation reloc;
+  RemoteAddr slot;
+  uint32_t fn = 0;              // FunctionInfo id (valid when traced)
+  bool traced = false;
+  unsigned hooks = kHookNone;
+  const Module* module = nullptr;
+};
+
+// Moves regs past the displaced instruction of bp: to its slot, or to where the
+// emulated instruction leads (a call's return address pushed on the stack). Fails
+// when the emulation touches memory the program could not touch either.
+Status apply_relocation(const RemoteMemory& mem, const Breakpoint& bp, Registers& regs);
+
+}  // namespace ft

@@ -1,0 +1,105 @@
+#include "core/injector.h"
+
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include "core/ptrace.h"
+#include "core/tracee_guards.h"
+#include "core/wait_status.h"
+
+namespace ft {
+
+Result<uint64_t> Injector::syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+                                   std::initializer_list<uint64_t> args) {
+  Registers r = saved;
+  r.raw.rax = static_cast<unsigned long long>(nr);
+  unsigned long long* slots[] = {&r.raw.rdi, &r.raw.rsi, &r.raw.rdx, &r.raw.r10, &r.raw.r8, &r.raw.r9};
+  size_t i = 0;
+  for (uint64_t a : args) *slots[i++] = a;
+  r.set_ip(stub.value());
+  r.set_no_restart();
+  RegisterGuard guard(t.tid, saved);
+  if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+  auto after = run_to_trap(t, stub + 3);
+  if (!after) return after.error();
+  if (auto s = guard.restore(); !s) return s.error();
+  return after->ret();
+}
+
+Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn, uint64_t arg) {
+  Process& p = *t.process;
+  if (p.areas.empty()) return Error::msg("no out-of-line area");
+  // Below the red zone of whatever the thread was running, 16-byte aligned at the
+  // call, returning onto an int3 of the area.
+  RemoteAddr ret = p.areas.front()->call_return();
+  uint64_t sp = ((saved.sp() - 256) & ~uint64_t{15}) - 8;
+  if (auto s = p.mem().write_u64(RemoteAddr(sp), ret.value()); !s) return s.error();
+  Registers r = saved;
+  r.set_sp(sp);
+  r.set_ip(fn.value());
+  r.raw.rdi = arg;
+  r.raw.rax = 0;
+  r.set_no_restart();  // a thread stopped in a system call must not restart it here
+  RegisterGuard guard(t.tid, saved);
+  if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+  auto after = run_to_trap(t, ret + arch::breakpoint_ip_advance(arch::Arch::X86_64));
+  if (!after) return after.error();
+  if (auto s = guard.restore(); !s) return s.error();
+  return after->ret();
+}
+
+Status Injector::settle_after_exec(Thread& t, Registers& regs) {
+  Process& p = *t.process;
+  RemoteAddr ip(regs.ip());
+  static constexpr uint8_t kInt3 = 0xcc;
+  Result<Registers> after = Error::msg("");
+  {
+    auto patch = CodePatch::apply(p.mem(), ip, {&kInt3, 1});
+    if (!patch) return patch.error();
+    after = run_to_trap(t, ip + 1);
+  }
+  if (!after) return after.error();
+  regs = *after;
+  regs.set_ip(ip.value());
+  return ptrace::set_regs(t.tid, regs);
+}
+
+Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
+  if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
+  for (;;) {
+    auto stop = stops_.wait_thread(t.tid);
+    if (!stop) return stop.error();
+    WaitStatus ws = WaitStatus::classify(stop->status);
+    if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
+      stops_.defer(*stop);
+      return Error::msg("the thread ended while running functracer's code");
+    }
+    if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) {
+      auto now = ptrace::get_regs(t.tid);
+      if (!now) return now.error();
+      if (now->ip() == expect_ip.value()) return *now;
+      // A breakpoint in code functracer runs (a function it calls): step over it,
+      // unreported.
+      Process& p = *t.process;
+      auto bp = p.breakpoints.find(now->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+      if (bp != p.breakpoints.end() && !p.is_trampoline(bp->second.addr)) {
+        if (auto s = apply_relocation(p.mem(), bp->second, *now); !s) return s.error();
+        if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();
+      }
+    } else if (ws.kind == WaitStatus::Kind::SignalStop && is_fault_signal(ws.signal)) {
+      // The code functracer made the thread run faulted: the fault is functracer's,
+      // not the program's (the guard puts the registers back; the signal is dropped).
+      if (auto si = ptrace::siginfo(t.tid); si && si->si_code > 0)
+        return Error::msg(fmt::format("{} at {:#x}", signal_name(ws.signal),
+                                      reinterpret_cast<uint64_t>(si->si_addr)));
+      t.held_signal = ws.signal;
+    } else if (ws.kind == WaitStatus::Kind::SignalStop) {
+      // A signal that arrived meanwhile is held and delivered at the next resume.
+      t.held_signal = ws.signal;
+    }
+    if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
+  }
+}
+
+}  // namespace ft
