@@ -243,7 +243,7 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     TraceRecord r;
     r.type = "thread";
     r.add("parent", static_cast<int64_t>(parent.tid));
-    lifecycle(pp, nt, FT_EVENT_THREAD_CREATED, parent.tid, 0, nullptr, std::move(r), "+++ thread created +++");
+    report_.lifecycle(pp, nt, FT_EVENT_THREAD_CREATED, parent.tid, 0, nullptr, std::move(r), "+++ thread created +++");
   } else {
     bool shares_mm = event == PTRACE_EVENT_VFORK || same_address_space(parent.tid, new_tid);
     auto child = std::make_unique<Process>(new_tid);
@@ -295,12 +295,12 @@ void Tracer::handle_new_task(Thread& parent, int event) {
       // there (allocating, opening files) is the parent's, and is reported as such.
       if (shares_mm) c.reports_to = pp.pid();
     } else {
-      if (auto s = open_trace(c); !s) log::error("{}", s.error().message);
-      write_modules(c);
+      if (auto s = report_.open_trace(c); !s) log::error("{}", s.error().message);
+      report_.write_modules(c);
       TraceRecord r;
       r.type = "process";
       r.add("ppid", static_cast<int64_t>(pp.pid()));
-      lifecycle(c, nt, FT_EVENT_PROCESS_CREATED, pp.pid(), 0, shares_mm ? "vfork" : "fork", std::move(r),
+      report_.lifecycle(c, nt, FT_EVENT_PROCESS_CREATED, pp.pid(), 0, shares_mm ? "vfork" : "fork", std::move(r),
                 fmt::format("+++ process {} created by {} +++", new_tid, pp.pid()));
     }
     procs_.add(std::move(child));
@@ -325,9 +325,9 @@ void Tracer::forget_image(Thread& t) {
   // Every other thread of the process is gone (execve(2): "all threads other than the
   // calling thread are destroyed"); the exec'ing thread now has the process id.
   for (const auto& [tid, other] : p.threads())
-    if (other.get() != &t && !other->stack.empty()) report_unwound(*other, other->stack.take_all(), "exit", now, 0);
+    if (other.get() != &t && !other->stack.empty()) report_.report_unwound(*other, other->stack.take_all(), "exit", now, 0);
   procs_.remove_threads_except(p, t);
-  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
+  if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);
   // The old image's breakpoints and areas went with it.
   p.modules.clear();
   p.unwinder.reset();
@@ -364,16 +364,16 @@ void Tracer::handle_exec(Thread& t) {
   p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (first) {
-    if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
+    if (auto s = report_.open_trace(p); !s) log::error("{}", s.error().message);
     TraceRecord r;
     r.type = "process";
     r.add("ppid", static_cast<int64_t>(::getpid()));
-    lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, 0, 0, "launch", std::move(r), "");
+    report_.lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, 0, 0, "launch", std::move(r), "");
   } else {
     TraceRecord r;
     r.type = "exec";
     r.add("exe", p.exe);
-    lifecycle(p, &t, FT_EVENT_EXEC, 0, 0, p.exe.c_str(), std::move(r), "+++ exec " + p.exe + " +++");
+    report_.lifecycle(p, &t, FT_EVENT_EXEC, 0, 0, p.exe.c_str(), std::move(r), "+++ exec " + p.exe + " +++");
   }
   if (auto s = setup_address_space(p, t, *regs); !s)
     log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
@@ -386,7 +386,7 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   if (t.tid != p.pid()) drain_fast(p);  // the process's memory is still there
   release_fast(t);
   uint64_t now = monotonic_ns();
-  if (!t.stack.empty()) report_unwound(t, t.stack.take_all(), "exit", now, 0);
+  if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);
   if (t.tid == p.pid()) {
     process_gone(p, ws);
     return;
@@ -396,7 +396,7 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
     r.type = "thread_exit";
     int64_t status = ws.kind == WaitStatus::Kind::Exited ? ws.exit_code : 128 + ws.signal;
     r.add("status", status);
-    lifecycle(p, &t, FT_EVENT_THREAD_EXITED, status, 0, nullptr, std::move(r), "");
+    report_.lifecycle(p, &t, FT_EVENT_THREAD_EXITED, status, 0, nullptr, std::move(r), "");
   }
   procs_.remove_thread(t);
 }
@@ -404,7 +404,7 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
 void Tracer::process_gone(Process& p, const WaitStatus& ws) {
   uint64_t now = monotonic_ns();
   for (auto& [tid, t] : p.threads())
-    if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "exit", now, 0);
+    if (!t->stack.empty()) report_.report_unwound(*t, t->stack.take_all(), "exit", now, 0);
   Thread* leader = p.leader();
   int code;
   if (ws.kind == WaitStatus::Kind::Exited) {
@@ -413,7 +413,7 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
       TraceRecord r;
       r.type = "exit";
       r.add("status", static_cast<int64_t>(code));
-      lifecycle(p, leader, FT_EVENT_EXITED, code, 0, nullptr, std::move(r),
+      report_.lifecycle(p, leader, FT_EVENT_EXITED, code, 0, nullptr, std::move(r),
                 fmt::format("+++ exited (status {}) +++", code));
     }
   } else {
@@ -426,7 +426,7 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
       r.add("signal", static_cast<int64_t>(ws.signal));
       r.add("name", name);
       if (fault) r.add("address", Hex{p.fault_addr});
-      lifecycle(p, leader, FT_EVENT_KILLED, ws.signal, fault ? p.fault_addr : 0, name.c_str(), std::move(r),
+      report_.lifecycle(p, leader, FT_EVENT_KILLED, ws.signal, fault ? p.fault_addr : 0, name.c_str(), std::move(r),
                 fmt::format("+++ killed by {} +++", name));
     }
     if (fault)
@@ -461,7 +461,7 @@ void Tracer::handle_signal(Thread& t, int sig) {
     r.type = "signal";
     r.add("signal", static_cast<int64_t>(sig));
     r.add("name", name);
-    lifecycle(p, &t, FT_EVENT_SIGNAL, sig, 0, name.c_str(), std::move(r), "--- " + name + " ---");
+    report_.lifecycle(p, &t, FT_EVENT_SIGNAL, sig, 0, name.c_str(), std::move(r), "--- " + name + " ---");
   }
   resume(t, sig);
 }
@@ -482,9 +482,7 @@ void Tracer::on_syscall(Thread& t) {
       sc.ret = info->exit.rval;
       t.syscall_nr = -1;
     }
-    ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
-    host_.syscall(c, sc);
-    ++stats_.syscalls;
+    report_.syscall(p, t, sc);
   }
   resume(t);
 }
@@ -505,107 +503,6 @@ void Tracer::handle_sigtrap(Thread& t) {
     return;
   }
   on_entry(t, *regs, it->second);
-}
-
-ft_ctx Tracer::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth) {
-  ft_ctx c;
-  c.process = &p;
-  if (p.reports_to)
-    if (Process* to = procs_.find(p.reports_to)) c.process = to;
-  c.thread = t;
-  c.regs = regs ? regs : stop_regs_;
-  c.now_ns = now;
-  c.depth = depth;
-  return c;
-}
-
-void Tracer::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
-                            size_t base_depth) {
-  Process& p = *t.process;
-  if (p.silent && !p.reports_to) return;
-  // Inherited frames (a forked child's copy of its parent's) are the outermost ones;
-  // they are neither reported nor counted in depths.
-  size_t inherited_below = std::min(base_depth, t.stack.inherited());
-  size_t outer = static_cast<size_t>(
-      std::count_if(frames.begin(), frames.end(), [](const ShadowFrame& f) { return !f.inherited; }));
-  for (size_t i = 0; i < frames.size(); ++i) {
-    if (frames[i].inherited) continue;
-    --outer;
-    const FunctionInfo& fn = p.functions[frames[i].fn];
-    ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + outer));
-    c.unwound_ret = frames[i].real_ret;
-    host_.unwound(c, fn, reason);
-    ++stats_.unwound;
-  }
-}
-
-void Tracer::record_lost(Process& p, Thread& t, int64_t count, const std::string& reason) {
-  if (p.silent && !p.reports_to) return;
-  TraceRecord r;
-  r.type = "lost";
-  r.add("count", count);
-  r.add("reason", reason);
-  ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
-  host_.record(c, r);
-}
-
-void Tracer::lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
-                       TraceRecord r, const std::string& line) {
-  ft_ctx c = ctx(p, t, nullptr, monotonic_ns());
-  host_.record(c, r);
-  if (!line.empty()) host_.print(c, line);
-  ft_event ev{kind, value, address, text};
-  host_.event(c, ev);
-  ++stats_.lifecycle;
-}
-
-Status Tracer::open_trace(Process& p) {
-  if (opts_.output_dir.empty()) return {};
-  std::string base = p.exe.substr(p.exe.rfind('/') + 1);
-  if (base.empty()) base = "process";
-  std::string path = opts_.output_dir + "/" + base + "." + std::to_string(p.pid()) + ".trace";
-  auto w = TraceWriter::create(path);
-  if (!w) return w.error();
-  p.trace = std::move(*w);
-  timespec rt{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  TraceRecord r;
-  r.type = "header";
-  r.tid = p.pid();
-  r.ts_ns = monotonic_ns();
-  r.add("format", static_cast<int64_t>(kTraceFormatVersion));
-  r.add("arch", std::string("x86_64"));
-  r.add("pid", static_cast<int64_t>(p.pid()));
-  r.add("exe", p.exe);
-  r.add("cmdline", p.cmdline);
-  r.add("start_realtime_ns", static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec);
-  r.add("plugins", host_.names());
-  r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
-  p.trace->write(r);
-  // On disk before it has its name: a file that exists is a trace, even if
-  // functracer is killed now.
-  if (auto s = p.trace->publish(); !s) {
-    p.trace.reset();
-    return s.error();
-  }
-  return {};
-}
-
-void Tracer::write_module(Process& p, const Module& m) {
-  if (m.data_file) return;
-  TraceRecord r;
-  r.type = "module";
-  r.tid = p.pid();
-  r.ts_ns = monotonic_ns();
-  r.add("base", Hex{m.map.base}).add("end", Hex{m.map.end}).add("offset", Hex{m.map.offset});
-  r.add("path", m.map.path).add("build_id", m.elf ? m.elf->build_id() : std::string());
-  if (m.map.deleted) r.add("deleted", static_cast<int64_t>(1));
-  p.trace->write(r);
-}
-
-void Tracer::write_modules(Process& p) {
-  if (!p.trace) return;
-  for (const auto& m : p.modules) write_module(p, *m);
 }
 
 }  // namespace ft

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "core/event_reporter.h"
 #include "core/injector.h"
 #include "core/options.h"
 #include "core/plugin_host.h"
@@ -32,19 +33,6 @@
 
 namespace ft {
 
-struct TracerStats {
-  uint64_t stops = 0;         // every ptrace stop reported by waitpid
-  uint64_t calls = 0;         // traced entries reported
-  uint64_t returns = 0;       // traced returns reported
-  uint64_t unwound = 0;       // frames left without returning
-  uint64_t lifecycle = 0;     // thread/process/signal events
-  uint64_t syscalls = 0;      // system call entries and exits reported
-  uint64_t breakpoints = 0;   // planted
-  uint64_t refused = 0;       // functions that could not be traced safely
-  uint64_t fast_frames = 0;   // returns hooked with a thread's stub (fast_return.h)
-  uint64_t fast_returns = 0;  // of those, returns handled in the process without a stop
-  uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }
-};
 
 class Tracer : private StopQueue::Sleeper {
  public:
@@ -161,6 +149,9 @@ class Tracer : private StopQueue::Sleeper {
   // The trampoline was reached: pops the frame, reports the return and points regs at
   // the real return address. False when no frame answers for it.
   bool finish_return(Thread& t, Registers& regs);
+  // Reports frames abandoned by a longjmp and un-hijacks any that still hold the
+  // trampoline.
+  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
   // Returns handled in the process (tracer_fast_return.cc). fast_block: the thread's
   // block, set up on first use (-1: none). fast_push: hooks the return at [slot] with
   // the thread's stub and records it; false when it cannot (use the trampoline).
@@ -178,25 +169,6 @@ class Tracer : private StopQueue::Sleeper {
     return fast_returns_ && !p.silent && !p.reports_to && !p.fast_unavailable;
   }
 
-  // Reporting.
-  ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0);
-  // A `lost` record: count events of thread t that cannot be recorded, and why.
-  void record_lost(Process& p, Thread& t, int64_t count, const std::string& reason);
-  void lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
-                 TraceRecord r, const std::string& line);
-  // frames: innermost first, already popped; base_depth: how many frames are below them.
-  void report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
-                      size_t base_depth);
-  // deferred: the record of a return handled in the process (its xmm0), or null.
-  void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
-                      const fastret::Record* deferred = nullptr);
-  // Reports frames abandoned by a longjmp and un-hijacks any that still hold the
-  // trampoline.
-  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
-  Status open_trace(Process& p);
-  void write_modules(Process& p);
-  void write_module(Process& p, const Module& m);
-
   const Options& opts_;
   PluginHost& host_;
   ProcessTable procs_;
@@ -212,10 +184,7 @@ class Tracer : private StopQueue::Sleeper {
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
   TracerStats stats_;
-  // During an entry breakpoint's stop: its registers with the pc on the breakpoint
-  // (where the program is), for events that arise there without registers of their
-  // own (modules found by the linker hook, frames unwound), so backtraces start right.
-  const Registers* stop_regs_ = nullptr;
+  EventReporter report_{opts_, host_, procs_, stats_};
 };
 
 }  // namespace ft

@@ -94,7 +94,7 @@ Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::v
   load_module(p, t, regs, main_copy, true);
   for (const auto& m : mods)
     if (m.path != p.exe) load_module(p, t, regs, m, false);
-  write_modules(p);
+  report_.write_modules(p);
   plan_ifunc_resolution(p, t, regs);
   return {};
 }
@@ -114,11 +114,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
       continue;
     }
     FT_DEBUG("process {}: module {} unloaded", p.pid(), m.map.path);
-    if (m.elf && !p.silent) {
-      ft_module fm{m.map.path.c_str(), m.map.base, m.map.end, m.elf->build_id().c_str(), m.is_main ? 1 : 0, 0};
-      ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
-      host_.module(c, fm);
-    }
+    if (m.elf && !p.silent) report_.module(p, t, m, false);
     if (p.unwinder) p.unwinder->flush();
     std::erase_if(p.ifuncs, [&](const PendingIfunc& f) { return f.module == &m; });
     for (auto b = p.breakpoints.begin(); b != p.breakpoints.end();)
@@ -133,7 +129,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
     if (!known) load_module(p, t, regs, n, n.path == p.exe);
   }
   if (p.trace)
-    for (size_t i = before; i < p.modules.size(); ++i) write_module(p, *p.modules[i]);
+    for (size_t i = before; i < p.modules.size(); ++i) report_.write_module(p, *p.modules[i]);
   plan_ifunc_resolution(p, t, regs);
 }
 
@@ -176,11 +172,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   p.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
-  if (!p.silent) {
-    ft_module fm{mm.path.c_str(), mm.base, mm.end, img->build_id().c_str(), is_main ? 1 : 0, 1};
-    ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
-    host_.module(c, fm);
-  }
+  if (!p.silent) report_.module(p, t, mod, true);
   for (const ElfSymbol& sym : img->functions()) {
     if (is_fragment(sym.name)) continue;
     if (not_a_called_function(sym.name) || sym.value == img->entry()) {

@@ -107,7 +107,7 @@ Status Tracer::attach(pid_t pid) {
   // No trace file, no point in tracing: the process is let go of untouched.
   p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
-  if (auto s = open_trace(p); !s) return let_go(s);
+  if (auto s = report_.open_trace(p); !s) return let_go(s);
   if (auto s = setup_attached(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
   if (p.trace) p.trace->flush();  // the header and module map are there for readers at once
   log::info("attached to process {} ({} thread{})", p.pid(), p.threads().size(), p.threads().size() == 1 ? "" : "s");
@@ -229,7 +229,7 @@ Status Tracer::setup_attached(Process& p) {
   p.cmdline = read_cmdline(p.pid());
   if (auto s = p.mem().open(); !s) return s;
   if (!p.trace)
-    if (auto s = open_trace(p); !s) log::error("{}", s.error().message);
+    if (auto s = report_.open_trace(p); !s) log::error("{}", s.error().message);
   Thread* leader = p.leader();
   {
     long ppid = status_number(p.pid(), "PPid");
@@ -237,7 +237,7 @@ Status Tracer::setup_attached(Process& p) {
     r.type = "process";
     r.add("ppid", static_cast<int64_t>(ppid));
     r.add("attached", static_cast<int64_t>(1));
-    lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, 0, 1, "attach", std::move(r),
+    report_.lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, 0, 1, "attach", std::move(r),
               fmt::format("+++ attached to process {} +++", p.pid()));
   }
   // Code is injected through a thread in an ordinary stop; one in a group-stop would
@@ -416,12 +416,12 @@ void Tracer::detach_process(Process& p) {
   remove_instrumentation(p);
   uint64_t now = monotonic_ns();
   for (auto& [tid, t] : p.threads())
-    if (!t->stack.empty()) report_unwound(*t, t->stack.take_all(), "detach", now, 0);
+    if (!t->stack.empty()) report_.report_unwound(*t, t->stack.take_all(), "detach", now, 0);
   if (!p.silent) {
     Thread* leader = p.leader();
     TraceRecord r;
     r.type = "detach";
-    lifecycle(p, leader, FT_EVENT_DETACHED, 0, 0, nullptr, std::move(r),
+    report_.lifecycle(p, leader, FT_EVENT_DETACHED, 0, 0, nullptr, std::move(r),
               fmt::format("+++ detached from process {} +++", p.pid()));
   }
   if (p.trace) p.trace->flush();

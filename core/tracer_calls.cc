@@ -28,7 +28,7 @@ void Tracer::disarm(Thread& t) {
 void Tracer::rearm(Thread& t, uint64_t sp) {
   Process& p = *t.process;
   auto r = t.stack.rearm(sp);
-  report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
+  report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
   for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.trampoline.value());
 }
 
@@ -41,14 +41,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   unsigned hooks = bp_ref.hooks;
   Registers at_breakpoint = regs;
   at_breakpoint.set_ip(addr);
-  struct Restore {
-    const Registers*& slot;
-    ~Restore() { slot = nullptr; }
-  } restore{stop_regs_};
-  stop_regs_ = &at_breakpoint;
+  EventReporter::AtStop at_stop(report_, at_breakpoint);
   if (hooks & kHookReturnSite) {
     auto r = t.stack.pop_site(regs.sp(), addr);
-    if (r.found) report_returns(t, regs, r, monotonic_ns());
+    if (r.found) report_.report_returns(t, regs, r, monotonic_ns());
     if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
       t.rearm_ip = t.rearm_sp = 0;
       rearm(t, regs.sp());
@@ -139,21 +135,18 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
           if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
             t.stack.pop_last();
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
-            record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + s.error().message);
+            report_.record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + s.error().message);
           }
         }
       } else {
         // The call is reported, its return cannot be: say so rather than leave an
         // open frame nobody explains.
         log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, ret.error().message);
-        record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + ret.error().message);
+        report_.record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + ret.error().message);
       }
     }
     if (fn.entry_mask) {
-      ft_ctx c = ctx(p, &t, &regs, now, depth);
-      c.call_pc = addr;
-      host_.call(c, fn);
-      ++stats_.calls;
+      report_.call(p, t, regs, now, depth, fn, addr);
     }
   }
   if (hooks) sync_fast(t);  // the hooks may have changed the shadow stack
@@ -171,29 +164,6 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   resume(t);
 }
 
-void Tracer::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
-                            const fastret::Record* deferred) {
-  Process& p = *t.process;
-  if (p.silent && !p.reports_to) return;
-  size_t base = t.stack.depth() - t.stack.inherited();
-  size_t outer = static_cast<size_t>(std::count_if(r.returned.begin(), r.returned.end(),
-                                                   [](const ShadowFrame& f) { return !f.inherited; }));
-  for (size_t i = 0; i < r.returned.size(); ++i) {
-    if (r.returned[i].inherited) continue;
-    --outer;
-    const FunctionInfo& fn = p.functions[r.returned[i].fn];
-    ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
-    c.return_to = r.real_ret;
-    if (deferred) {
-      c.deferred = true;
-      std::memcpy(c.fp.xmm_space, &deferred->xmm0, sizeof deferred->xmm0);
-      c.fp_valid = true;
-    }
-    host_.ret(c, fn);
-    ++stats_.returns;
-  }
-}
-
 void Tracer::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
   // Frames found abandoned are normally dead (longjmp'ed over). Should one still be
   // live — a stack the heuristics took for the same one, such as a coroutine's —
@@ -205,7 +175,7 @@ void Tracer::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t
     auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
     if (v && p.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
   }
-  report_unwound(t, frames, "longjmp", now, base_depth);
+  report_.report_unwound(t, frames, "longjmp", now, base_depth);
 }
 
 bool Tracer::finish_return(Thread& t, Registers& regs) {
@@ -222,7 +192,7 @@ bool Tracer::finish_return(Thread& t, Registers& regs) {
     }
   }
   if (!r.found) return false;
-  report_returns(t, regs, r, now);
+  report_.report_returns(t, regs, r, now);
   regs.set_ip(r.real_ret);
   return true;
 }

@@ -194,7 +194,7 @@ void Tracer::drain_fast(Process& p, Thread* stopped, uint64_t sp) {
     auto r = t.stack.pop(e.r.slot + 8);
     // Frames the return skipped (longjmp'ed over); the thread may be running, so their
     // slots are left alone.
-    if (!r.abandoned.empty()) report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
+    if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
     if (!r.found) continue;
     Registers regs;
     regs.raw.rax = e.r.rax;
@@ -202,7 +202,7 @@ void Tracer::drain_fast(Process& p, Thread* stopped, uint64_t sp) {
     regs.set_sp(e.r.slot + 8);
     regs.set_ip(r.real_ret);
     ++stats_.fast_returns;
-    report_returns(t, regs, r, now, &e.r);
+    report_.report_returns(t, regs, r, now, &e.r);
   }
 }
 

@@ -1,0 +1,157 @@
+#include "core/event_reporter.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/clock.h"
+
+namespace ft {
+
+ft_ctx EventReporter::ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth) const {
+  ft_ctx c;
+  c.process = &p;
+  if (p.reports_to)
+    if (Process* to = procs_.find(p.reports_to)) c.process = to;
+  c.thread = t;
+  c.regs = regs ? regs : stop_regs_;
+  c.now_ns = now;
+  c.depth = depth;
+  return c;
+}
+
+void EventReporter::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
+                            size_t base_depth) {
+  Process& p = *t.process;
+  if (p.silent && !p.reports_to) return;
+  // Inherited frames (a forked child's copy of its parent's) are the outermost ones;
+  // they are neither reported nor counted in depths.
+  size_t inherited_below = std::min(base_depth, t.stack.inherited());
+  size_t outer = static_cast<size_t>(
+      std::count_if(frames.begin(), frames.end(), [](const ShadowFrame& f) { return !f.inherited; }));
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].inherited) continue;
+    --outer;
+    const FunctionInfo& fn = p.functions[frames[i].fn];
+    ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + outer));
+    c.unwound_ret = frames[i].real_ret;
+    host_.unwound(c, fn, reason);
+    ++stats_.unwound;
+  }
+}
+
+void EventReporter::record_lost(Process& p, Thread& t, int64_t count, const std::string& reason) {
+  if (p.silent && !p.reports_to) return;
+  TraceRecord r;
+  r.type = "lost";
+  r.add("count", count);
+  r.add("reason", reason);
+  ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+  host_.record(c, r);
+}
+
+void EventReporter::lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
+                       TraceRecord r, const std::string& line) {
+  ft_ctx c = ctx(p, t, nullptr, monotonic_ns());
+  host_.record(c, r);
+  if (!line.empty()) host_.print(c, line);
+  ft_event ev{kind, value, address, text};
+  host_.event(c, ev);
+  ++stats_.lifecycle;
+}
+
+Status EventReporter::open_trace(Process& p) {
+  if (opts_.output_dir.empty()) return {};
+  std::string base = p.exe.substr(p.exe.rfind('/') + 1);
+  if (base.empty()) base = "process";
+  std::string path = opts_.output_dir + "/" + base + "." + std::to_string(p.pid()) + ".trace";
+  auto w = TraceWriter::create(path);
+  if (!w) return w.error();
+  p.trace = std::move(*w);
+  timespec rt{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  TraceRecord r;
+  r.type = "header";
+  r.tid = p.pid();
+  r.ts_ns = monotonic_ns();
+  r.add("format", static_cast<int64_t>(kTraceFormatVersion));
+  r.add("arch", std::string("x86_64"));
+  r.add("pid", static_cast<int64_t>(p.pid()));
+  r.add("exe", p.exe);
+  r.add("cmdline", p.cmdline);
+  r.add("start_realtime_ns", static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec);
+  r.add("plugins", host_.names());
+  r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
+  p.trace->write(r);
+  // On disk before it has its name: a file that exists is a trace, even if
+  // functracer is killed now.
+  if (auto s = p.trace->publish(); !s) {
+    p.trace.reset();
+    return s.error();
+  }
+  return {};
+}
+
+void EventReporter::write_module(Process& p, const Module& m) {
+  if (m.data_file) return;
+  TraceRecord r;
+  r.type = "module";
+  r.tid = p.pid();
+  r.ts_ns = monotonic_ns();
+  r.add("base", Hex{m.map.base}).add("end", Hex{m.map.end}).add("offset", Hex{m.map.offset});
+  r.add("path", m.map.path).add("build_id", m.elf ? m.elf->build_id() : std::string());
+  if (m.map.deleted) r.add("deleted", static_cast<int64_t>(1));
+  p.trace->write(r);
+}
+
+void EventReporter::write_modules(Process& p) {
+  if (!p.trace) return;
+  for (const auto& m : p.modules) write_module(p, *m);
+}
+
+void EventReporter::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
+                            const fastret::Record* deferred) {
+  Process& p = *t.process;
+  if (p.silent && !p.reports_to) return;
+  size_t base = t.stack.depth() - t.stack.inherited();
+  size_t outer = static_cast<size_t>(std::count_if(r.returned.begin(), r.returned.end(),
+                                                   [](const ShadowFrame& f) { return !f.inherited; }));
+  for (size_t i = 0; i < r.returned.size(); ++i) {
+    if (r.returned[i].inherited) continue;
+    --outer;
+    const FunctionInfo& fn = p.functions[r.returned[i].fn];
+    ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
+    c.return_to = r.real_ret;
+    if (deferred) {
+      c.deferred = true;
+      std::memcpy(c.fp.xmm_space, &deferred->xmm0, sizeof deferred->xmm0);
+      c.fp_valid = true;
+    }
+    host_.ret(c, fn);
+    ++stats_.returns;
+  }
+}
+
+void EventReporter::call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth,
+                         const FunctionInfo& fn, uint64_t call_pc) {
+  ft_ctx c = ctx(p, &t, &regs, now, depth);
+  c.call_pc = call_pc;
+  host_.call(c, fn);
+  ++stats_.calls;
+}
+
+void EventReporter::syscall(Process& p, Thread& t, const ft_syscall& sc) {
+  ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+  host_.syscall(c, sc);
+  ++stats_.syscalls;
+}
+
+void EventReporter::module(Process& p, Thread& t, const Module& m, bool loaded) {
+  ft_module fm{m.map.path.c_str(), m.map.base, m.map.end, m.elf->build_id().c_str(), m.is_main ? 1 : 0,
+               loaded ? 1 : 0};
+  ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
+  host_.module(c, fm);
+}
+
+}  // namespace ft
