@@ -153,7 +153,7 @@ def main():
             tools.append(("bpftrace", lambda pid: [
                 bpftrace, "-e", f'uprobe:"{binary}":curve_hot {{ @c = count(); }}'], bpf_count))
         else:
-            print("bpftrace: not installed or not root, skipped")
+            benchlib.skipped("bpftrace", "not installed (Debian package bpftrace) or not root")
 
         for name, cmd, count in tools:
             runs = []

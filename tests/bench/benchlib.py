@@ -85,11 +85,16 @@ def compile_program(cc, source, outdir):
     return binary
 
 
+def skipped(what, why):
+    """One loud line for a comparison that cannot run here (.ci/run installs the peers)."""
+    print(f"SKIP {what}: {why}", flush=True)
+
+
 def optional_tool(name, missing="not installed"):
     """The path of an optional peer tool, or None after saying it is skipped."""
     path = shutil.which(name)
     if not path:
-        print(f"{name}: {missing}, skipped")
+        skipped(name, f"{missing} (Debian package {name})")
     return path
 
 

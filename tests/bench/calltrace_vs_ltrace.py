@@ -91,7 +91,7 @@ def main():
             results.append(bench("bpftrace uprobe", [bpftrace, "-e", script, "-c",
                                                      f"{binary} {n}"], bpf_check))
         else:
-            print("bpftrace: not available (needs root), skipped")
+            benchlib.skipped("bpftrace", "not installed (Debian package bpftrace) or not root")
 
         base = results[0].best_loop()
         table = Table([("tool", 18), ("µs/call (loop)", 16), ("overhead µs/call", 18),

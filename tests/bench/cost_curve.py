@@ -77,7 +77,7 @@ def main():
         print(f"program:    {binary} ({IDLE_FUNCS} idle functions), N = {n}, best of {args.repeats}")
         for tool, path in (("ltrace", ltrace), ("heaptrack", heaptrack)):
             if not path:
-                print(f"{tool}: not installed, skipped")
+                benchlib.skipped(tool, f"not installed (Debian package {tool})")
 
         def ft_calls_check(out, err, m):
             m.extra["stats"] = err

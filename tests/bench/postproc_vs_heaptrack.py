@@ -270,8 +270,8 @@ def main():
     ht = None
     if not heaptrack or not heaptrack_print:
         missing = "heaptrack" if not heaptrack else "heaptrack_print"
-        print(f"{missing}: not installed (Debian package heaptrack), only functracer-postproc "
-              f"is measured")
+        benchlib.skipped(missing, "not installed (Debian package heaptrack), only "
+                         "functracer-postproc is measured")
     else:
         if "heaptrack" in meta:
             print("heaptrack:  recording cached (--retrace to record again)")

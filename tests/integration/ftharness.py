@@ -30,8 +30,23 @@ TRACED_TIMEOUT = 900
 POSTPROC_TIMEOUT = 300
 BPFTRACE_TIMEOUT = 600
 
-# Exit status used by meson for "skipped".
+# Exit status used by meson for "skipped": `meson test` shows SKIP for it, never OK.
 SKIP_STATUS = 77
+
+
+def skip_test(name, why):
+    """Skips a whole test that cannot run here: one loud line saying what is missing,
+    then exit status 77 (meson: SKIP)."""
+    print(f"SKIP {name}: {why}", flush=True)
+    sys.exit(SKIP_STATUS)
+
+
+def require_tools(name, tools, package):
+    """Skips the test (skip_test) unless every program in `tools` is on PATH; `package`
+    names the Debian package that installs them (.ci/run installs it)."""
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        skip_test(name, f"{', '.join(missing)} not installed (Debian package {package})")
 
 
 def env_path(name):
@@ -68,6 +83,7 @@ class Checker:
         self.name = name
         self.failures = []
         self.notes = []
+        self.skips = []
 
     def fail(self, msg):
         self.failures.append(msg)
@@ -91,6 +107,14 @@ class Checker:
         self.notes.append(msg)
         print(msg, flush=True)
 
+    def skip(self, what, why):
+        """A part of the test that cannot run here: a tool is missing, or the environment
+        refuses (no uprobes in a container, no other user). One loud line now; the test
+        goes on with the rest and ends with status 77 (meson: SKIP) unless a check failed,
+        so a run that left something out never shows as a pass."""
+        self.skips.append(f"{what}: {why}")
+        print(f"SKIP {what}: {why}", flush=True)
+
     def finish(self):
         print()
         if self.failures:
@@ -98,6 +122,12 @@ class Checker:
             for f in self.failures:
                 print(f"  - {f.splitlines()[0] if f else f}")
             sys.exit(1)
+        if self.skips:
+            print(f"SKIP {self.name}: the checks that ran passed; {len(self.skips)} part(s) "
+                  "could not run here:")
+            for s in self.skips:
+                print(f"  - {s.splitlines()[0]}")
+            sys.exit(SKIP_STATUS)
         print(f"{self.name}: OK")
         sys.exit(0)
 

@@ -304,7 +304,7 @@ def errors(ck, binary, tmp):
     as_nobody = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
                  "--clear-groups"] if nobody else None
     if as_nobody and h.run(as_nobody + [h.functracer(), "--version"]).status != 0:
-        print("SKIP permission: user nobody cannot run functracer from this build directory")
+        ck.skip("permission", "user nobody cannot run functracer from this build directory")
     elif as_nobody:
         victim = h.popen([binary, "read"], stdin=subprocess.PIPE)
         try:
@@ -327,7 +327,8 @@ def errors(ck, binary, tmp):
         ck.check("1" in res.err and "permission denied" in res.err,
                  f"permission: want a 'permission denied' line naming the pid\n{res.describe()}")
     else:
-        print("SKIP permission: no setpriv, or no process of another user to try")
+        ck.skip("permission", "not root, or no setpriv (Debian package util-linux): no process "
+                "of another user to try")
 
 
 def main():

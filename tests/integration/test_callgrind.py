@@ -24,7 +24,6 @@ callgrind_annotate reads it. Oracles, none of them from functracer-postproc:
 import collections
 import os
 import re
-import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -242,9 +241,7 @@ def main():
     if len(sys.argv) != 4:
         sys.stderr.write(__doc__)
         sys.exit(2)
-    if not shutil.which("callgrind_annotate"):
-        print("callgrind_annotate (valgrind) is not installed")
-        sys.exit(h.SKIP_STATUS)
+    h.require_tools("callgrind", ["callgrind_annotate"], "valgrind")
     ck = h.Checker("callgrind")
     with h.TempDir() as work:
         runs = {}

@@ -25,7 +25,6 @@ back) must be the program's call graph with the counts it states:
 import os
 import re
 import shlex
-import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -151,9 +150,7 @@ def check_heap(ck, work, heapshape, leaks_cxx):
 
 def main():
     ck = h.Checker("dot")
-    if not shutil.which("dot"):
-        print("graphviz (dot) is not installed")
-        sys.exit(h.SKIP_STATUS)
+    h.require_tools("dot", ["dot"], "graphviz")
     mutual, recursion, libchain, heapshape, leaks_cxx = sys.argv[1:6]
     with tempfile.TemporaryDirectory(prefix="ft-dot-") as work:
         # main calls is_even(n) and is_odd(n) for n in 0..30, then is_odd(1001).

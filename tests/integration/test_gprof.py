@@ -25,7 +25,6 @@ import collections
 import glob
 import os
 import re
-import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -137,9 +136,7 @@ def main():
     if len(sys.argv) != 6:
         sys.stderr.write(__doc__)
         sys.exit(2)
-    if not shutil.which("gprof"):
-        print("gprof (binutils) is not installed")
-        sys.exit(h.SKIP_STATUS)
+    h.require_tools("gprof", ["gprof"], "binutils")
     rec_pie, rec_nopie, mut_pie, mut_nopie, libchain = sys.argv[1:]
     ck = h.Checker("gprof")
     with h.TempDir() as work:

@@ -198,6 +198,7 @@ def check_program(ck, ft, tmp, program):
 def compile_so(ck, tmp, name, source):
     cc = shutil.which("cc")
     if cc is None:
+        ck.skip("damaged plugins", "cc not installed (Debian package build-essential)")
         return None
     src = os.path.join(tmp, name + ".c")
     out = os.path.join(tmp, name + ".so")

@@ -21,7 +21,6 @@ states its peak (bytes) and what each of its functions held at the peak. Checked
 
 import os
 import re
-import shutil
 import sys
 import tempfile
 
@@ -141,9 +140,7 @@ def check_build(ck, exe, work):
 
 def main():
     ck = h.Checker("massif")
-    if not shutil.which("ms_print") or not shutil.which("valgrind"):
-        print("ms_print or valgrind not installed")
-        sys.exit(h.SKIP_STATUS)
+    h.require_tools("massif", ["ms_print", "valgrind"], "valgrind")
     with tempfile.TemporaryDirectory(prefix="ft-massif-") as work:
         files = [f for f in (check_build(ck, exe, work) for exe in sys.argv[1:]) if f]
         if len(files) >= 2:

@@ -504,10 +504,7 @@ def main():
     apitest, dlopen_lib = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     progs = [os.path.abspath(p) for p in sys.argv[3:]]
     ck = h.Checker("plugin-api")
-    for tool in ("nm", "readelf"):
-        if not shutil.which(tool):
-            print(f"SKIP: no {tool}")
-            return h.SKIP_STATUS
+    h.require_tools("plugin-api", ["nm", "readelf"], "binutils")
     with h.TempDir(prefix="ft-plugin-api-") as tmp:
         for p in progs:
             base = os.path.basename(p)

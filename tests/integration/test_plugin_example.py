@@ -253,10 +253,7 @@ def main():
     doc_path, program = sys.argv[1], os.path.abspath(sys.argv[2])
     build_root = h.env_path("FT_BUILD_ROOT")
     ck = h.Checker("plugin-example")
-    for tool in ("cc", "pkg-config"):
-        if not shutil.which(tool):
-            print(f"SKIP: no {tool}")
-            return h.SKIP_STATUS
+    h.require_tools("plugin-example", ["cc", "pkg-config"], "build-essential, pkg-config")
 
     with h.TempDir(prefix="ft-plugin-example-") as tmp:
         code = extract_example(ck, doc_path)

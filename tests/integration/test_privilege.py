@@ -198,7 +198,7 @@ def setuid(ck, whoami, tmp):
     print("=== a setuid-root program launched by an unprivileged functracer")
     got, why = as_nobody_prefix()
     if got is None:
-        print(f"SKIP setuid: {why}")
+        ck.skip("setuid", why)
         return
     prefix, nobody = got
     d = os.path.join(tmp, "setuid")
@@ -206,7 +206,7 @@ def setuid(ck, whoami, tmp):
     os.chmod(tmp, 0o755)
     os.chmod(d, 0o777)
     if os.statvfs(d).f_flag & os.ST_NOSUID:
-        print(f"SKIP setuid: {d} is on a file system mounted nosuid")
+        ck.skip("setuid", f"{d} is on a file system mounted nosuid")
         return
     prog = os.path.join(d, "whoami-ids")
     shutil.copy(whoami, prog)
@@ -214,7 +214,7 @@ def setuid(ck, whoami, tmp):
     os.chmod(prog, 0o4755)
     plain = h.run(prefix + [prog])
     if plain.out.strip() != f"uid={nobody.pw_uid} euid=0":
-        print(f"SKIP setuid: the setuid bit does not work here even untraced: {plain.out.strip()!r}")
+        ck.skip("setuid", f"the setuid bit does not work here even untraced: {plain.out.strip()!r}")
         return
     outdir = os.path.join(d, "out")
     r = h.run(prefix + [h.functracer(), "-q", "-e", "calltrace", "-a", "main", "-o", outdir, prog],

@@ -145,7 +145,7 @@ def check_tail_jumps(ck, binary, prog):
 def compare_with_bpftrace(ck, binary, run_args, want_calls, names):
     usable, why = h.bpftrace_usable()
     if not usable:
-        print(f"SKIP bpftrace: {why}")
+        ck.skip("bpftrace", why)
         return
     sym_of = {}
     for mangled, demangled in h.symbols(binary):
@@ -159,7 +159,7 @@ def compare_with_bpftrace(ck, binary, run_args, want_calls, names):
                  f"{binary}: expected one symbol for {n}, found {sym_of.get(n)}")
     outside = [n for n in names if n not in sym_of]
     if outside:
-        print(f"SKIP bpftrace for {', '.join(outside)}: not defined in the executable")
+        print(f"bpftrace: not counting {', '.join(outside)}: not defined in the executable")
         names = [n for n in names if n in sym_of]
     # Kernel uprobes refuse instructions with a LOCK prefix (arch/x86/kernel/
     # uprobes.c, is_prefix_bad()); bpftrace then silently counts nothing.
@@ -169,14 +169,14 @@ def compare_with_bpftrace(ck, binary, run_args, want_calls, names):
             insn = h.first_instruction(binary, s)
             if insn.startswith("lock"):
                 refused.add(n)
-                print(f"SKIP bpftrace for {n}: first instruction {insn!r} cannot be uprobed")
+                print(f"bpftrace: not counting {n}: first instruction {insn!r} cannot be uprobed")
     names = [n for n in names if n not in refused]
     syms = sorted(s for n, v in sym_of.items() if n not in refused for s in v)
     if not syms:
         return
     counts, res = h.bpftrace_counts(binary, syms, run_args)
     if counts is None:
-        print(f"SKIP bpftrace: could not attach uprobes\n{res.describe(1500)}")
+        ck.skip("bpftrace", f"could not attach uprobes\n{res.describe(1500)}")
         return
     mism = []
     for n in names:
@@ -535,7 +535,7 @@ def check_run(ck, prog_name, variant, binary, prog, run, first):
         check_no_clones(ck, binary, set(names))
         check_tail_jumps(ck, binary, prog)
         if prog.no_uprobes:
-            print(f"SKIP bpftrace: {prog.no_uprobes}")
+            print(f"bpftrace: not compared: {prog.no_uprobes}")
         else:
             want_calls = dict(exp.calls)
             if prog.uprobes_follow:

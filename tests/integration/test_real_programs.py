@@ -143,7 +143,7 @@ def main():
             argv = resolve(argv, sort_path)
             stdin_bytes = data if stdin == "@SORT_DATA@" else None
             if not os.path.exists(argv[0]):
-                print(f"SKIP {label}: {argv[0]} not installed")
+                ck.skip(label, f"{argv[0]} not installed")
                 continue
             one(ck, label, argv, NOMATCH, stdin_bytes, tmp, expect_calls=False)
             one(ck, label, argv, patterns, stdin_bytes, tmp, expect_calls=True)

@@ -43,7 +43,7 @@ def main():
     with h.TempDir() as tmp:
         for name, cmd, extra in cases:
             if not shutil.which(cmd[0]) and not os.path.exists(cmd[0]):
-                print(f"SKIP {name}: {cmd[0]} not found")
+                ck.skip(name, f"{cmd[0]} not installed")
                 continue
             out = os.path.join(tmp, name.split()[0])
             os.makedirs(out)

@@ -101,11 +101,8 @@ def in_use_at_exit(text):
 
 def main():
     ck = h.Checker("valgrind")
+    h.require_tools("valgrind", ["valgrind"], "valgrind")  # the oracle of this test
     valgrind = shutil.which("valgrind")
-    if not valgrind:
-        print("SKIP: valgrind is not installed (Debian package valgrind); it is the oracle "
-              "of this test")
-        return h.SKIP_STATUS
     env = dict(os.environ)
     env.pop("LANGUAGE", None)
     env["LC_ALL"] = "C.UTF-8"
@@ -119,7 +116,7 @@ def main():
         for name, cmd in PROGRAMS:
             exe = shutil.which(cmd[0])
             if not exe:
-                print(f"SKIP {name}: {cmd[0]} not found")
+                ck.skip(name, f"{cmd[0]} not installed")
                 continue
             cmd = [os.path.realpath(exe)] + cmd[1:]
             tag = name.replace(" ", "_").replace("/", "_")

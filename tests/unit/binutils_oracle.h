@@ -1,7 +1,7 @@
 // What the unit tests ask binutils (and the shell) about a built file, to judge the
 // post-processor against something that is not its own code: addr2line for what is
-// at an address, nm for symbols, readelf for the build-id. Plus the small text helpers
-// those answers need.
+// at an address, nm for symbols, readelf for the build-id. The text helpers those
+// answers need are in test_text.h.
 #pragma once
 
 #include <cstdint>
@@ -13,25 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "test_text.h"
+
 namespace ft::test {
-
-inline std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-inline std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> w;
-  std::istringstream in(line);
-  for (std::string t; in >> t;) w.push_back(t);
-  return w;
-}
-
-inline bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 inline bool is_hex(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;

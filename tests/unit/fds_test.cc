@@ -29,29 +29,12 @@ namespace {
 using test::read_file;
 using test::TempDir;
 using test::RunResult;
+using test::contains;
+using test::data;
+using test::split_lines;
 
 namespace fs = std::filesystem;
 
-std::string source_root() {
-  if (const char* root = std::getenv("FT_SOURCE_ROOT")) return root;
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/unit/"));
-}
-
-std::string data(const std::string& name) { return source_root() + "/tests/unit/data/" + name; }
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// A scratch directory removed at the end of the test.
 FdReport fds(const std::vector<std::string>& traces, CollectingDiagnostics& diag,
              FdOptions options = {}) {
   auto r = compute_fds(traces, options, diag);

@@ -44,14 +44,6 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------
 // Helpers
 
-std::string source_root() {
-  if (const char* root = std::getenv("FT_SOURCE_ROOT")) return root;
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/unit/"));
-}
-
-std::string data(const std::string& name) { return source_root() + "/tests/unit/data/" + name; }
-
 std::string fixture_source() { return source_root() + "/tests/unit/fixtures/leak_fixture.cc"; }
 
 // 1-based number of the first line of `file` containing `marker`, 0 if none.

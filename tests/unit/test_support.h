@@ -1,5 +1,6 @@
-// What the post-processor's unit tests share: reading files, a scratch directory, and
-// running the built functracer-postproc binary with its output captured.
+// What the post-processor's unit tests share: reading files, the checked-in test data, a
+// scratch directory, and running the built functracer-postproc binary with its output
+// captured.
 #pragma once
 
 #include <fcntl.h>
@@ -16,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "test_text.h"
+
 extern char** environ;
 
 namespace ft::test {
@@ -25,6 +28,19 @@ inline std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The source tree: $FT_SOURCE_ROOT under meson test; run by hand from the build directory,
+// __FILE__ is relative to it.
+inline std::string source_root() {
+  if (const char* root = std::getenv("FT_SOURCE_ROOT")) return root;
+  std::string file = __FILE__;
+  return file.substr(0, file.rfind("/tests/unit/"));
+}
+
+// A file of tests/unit/data/.
+inline std::string data(const std::string& name) {
+  return source_root() + "/tests/unit/data/" + name;
 }
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it.

@@ -1,0 +1,178 @@
+// The trace reader (postproc/trace_reader.h): complete, truncated and malformed traces,
+// files that are not traces, records out of order, lines longer than its read buffer.
+// The warnings name the file and line.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/trace_record.h"
+#include "postproc/trace_reader.h"
+#include "test_support.h"
+
+namespace ft::post {
+namespace {
+
+using test::contains;
+using test::data;
+using test::TempDir;
+
+// Reads every record; the number read.
+int count_records(TraceReader& reader) {
+  int n = 0;
+  while (reader.next()) ++n;
+  return n;
+}
+
+TEST(TraceReader, ReadsCompleteTrace) {
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(data("recursion.trace"), diag);
+  ASSERT_TRUE(reader.ok()) << reader.error().message;
+  EXPECT_EQ(reader->pid(), 100);
+  ASSERT_NE(reader->header(), nullptr);
+  EXPECT_EQ(*reader->header()->get_str("arch"), "x86_64");
+  std::vector<std::string> types;
+  uint64_t expected_seq = 1;
+  while (const TraceRecord* r = reader->next()) {
+    EXPECT_EQ(r->seq, expected_seq++);
+    EXPECT_EQ(reader->line_number(), r->seq + 1);
+    types.push_back(r->type);
+  }
+  EXPECT_EQ(types.size(), 28u);
+  EXPECT_EQ(types.front(), "header");
+  EXPECT_EQ(types.back(), "stats");
+  EXPECT_EQ(reader->last_ts(), 4100u);
+  EXPECT_TRUE(reader->complete());
+  EXPECT_TRUE(diag.warnings.empty()) << diag.warnings.front();
+  EXPECT_EQ(reader->next(), nullptr);  // stays at the end
+}
+
+TEST(TraceReader, TruncatedTraceWarnsWithLine) {
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(data("truncated.trace"), diag);
+  ASSERT_TRUE(reader.ok()) << reader.error().message;
+  EXPECT_EQ(count_records(*reader), 6);  // the cut seventh record is ignored
+  EXPECT_FALSE(reader->complete());
+  ASSERT_EQ(diag.warnings.size(), 1u);  // one line says it all
+  EXPECT_TRUE(contains(diag.warnings[0], "truncated.trace:8: the last line is incomplete"))
+      << diag.warnings[0];
+  EXPECT_TRUE(contains(diag.warnings[0], "the trace ends without an exit"))
+      << diag.warnings[0];
+}
+
+TEST(TraceReader, MalformedLineIsSkipped) {
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(data("malformed.trace"), diag);
+  ASSERT_TRUE(reader.ok());
+  std::vector<uint64_t> seqs;
+  while (const TraceRecord* r = reader->next()) seqs.push_back(r->seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{1, 2, 4, 5, 6}));
+  EXPECT_FALSE(reader->complete());
+  ASSERT_EQ(diag.warnings.size(), 1u);
+  EXPECT_TRUE(contains(diag.warnings[0], "malformed.trace:4: malformed record"))
+      << diag.warnings[0];
+  EXPECT_TRUE(contains(diag.warnings[0], "field 'retval'")) << diag.warnings[0];
+}
+
+TEST(TraceReader, NotATrace) {
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(data("not_a_trace.txt"), diag);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_TRUE(contains(reader.error().message, "not_a_trace.txt: not a functracer trace"))
+      << reader.error().message;
+  EXPECT_FALSE(check_trace_file(data("not_a_trace.txt")).ok());
+  EXPECT_TRUE(check_trace_file(data("recursion.trace")).ok());
+}
+
+TEST(TraceReader, OpenErrors) {
+  TempDir tmp;
+  CollectingDiagnostics diag;
+  // Each file that cannot be read, and what its error must say ("" when any error will do).
+  struct Case {
+    std::string path;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {tmp.path() + "/missing.trace", "missing.trace: No such file"},
+      {tmp.write("empty.trace", ""), "empty.trace: not a functracer trace"},
+      {tmp.write("v2.trace", "functracer-trace 2\n"), "unsupported trace format version '2'"},
+      {tmp.path(), ""},
+      {tmp.write("bin", std::string(100000, '\x7f')), "not a functracer trace"},
+  };
+  for (const Case& c : cases) {
+    auto reader = TraceReader::open(c.path, diag);
+    ASSERT_FALSE(reader.ok()) << c.path;
+    EXPECT_TRUE(contains(reader.error().message, c.message)) << reader.error().message;
+  }
+}
+
+TEST(TraceReader, MissingHeaderAndDisorder) {
+  TempDir tmp;
+  std::string path = tmp.write("h.trace",
+                               "functracer-trace 1\n"
+                               "1 77 5 process ppid=1\n"
+                               "3 77 6 signal signal=2 name=\"SIGINT\"\n"
+                               "2 77 7 exit status=0\n");
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(path, diag);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(reader->pid(), 77);
+  EXPECT_EQ(reader->header(), nullptr);
+  EXPECT_EQ(count_records(*reader), 3);
+  ASSERT_EQ(diag.warnings.size(), 2u);
+  EXPECT_TRUE(contains(diag.warnings[0], "h.trace:2: the first record is 'process'"));
+  EXPECT_TRUE(contains(diag.warnings[1], "h.trace:4: sequence number 2 does not follow 3"));
+  EXPECT_TRUE(reader->complete());
+}
+
+TEST(TraceReader, OnlyMagicLine) {
+  TempDir tmp;
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(tmp.write("m.trace", "functracer-trace 1\n"), diag);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(reader->next(), nullptr);
+  ASSERT_EQ(diag.warnings.size(), 1u);
+  EXPECT_TRUE(contains(diag.warnings[0], "m.trace:1: the trace ends without"));
+}
+
+TEST(TraceReader, LongLinesAcrossBuffers) {
+  // A string field far larger than the read buffer, and many records.
+  TempDir tmp;
+  std::string big(300000, 'x');
+  big[1234] = '\n';
+  big[200000] = '\xff';
+  std::string text = "functracer-trace 1\n";
+  uint64_t seq = 1;
+  auto append = [&](uint64_t ts, const char* type, const char* key, TraceValue value) {
+    TraceRecord r;
+    r.seq = seq++;
+    r.tid = 9;
+    r.ts_ns = ts;
+    r.type = type;
+    r.add(key, std::move(value));
+    text += format_record(r) + "\n";
+  };
+  append(0, "header", "pid", int64_t{9});
+  append(0, "blob", "data", big);
+  for (int i = 0; i < 5000; ++i) append(static_cast<uint64_t>(i), "tick", "i", int64_t{i});
+  append(0, "exit", "status", int64_t{0});
+
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(tmp.write("long.trace", text), diag);
+  ASSERT_TRUE(reader.ok());
+  uint64_t n = 0;
+  while (const TraceRecord* r = reader->next()) {
+    ++n;
+    if (r->type == "blob") {
+      EXPECT_EQ(*r->get_str("data"), big);
+    }
+  }
+  EXPECT_EQ(n, seq - 1);
+  EXPECT_EQ(n, 5003u);
+  EXPECT_TRUE(reader->complete());
+  EXPECT_TRUE(diag.warnings.empty());
+}
+
+}  // namespace
+}  // namespace ft::post

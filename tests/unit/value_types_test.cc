@@ -1,0 +1,43 @@
+// The type codes calltrace records for arguments and return values ("i4,s,f8>v",
+// postproc/value_types.h): parsing, refusing what is not a valid list, and formatting a
+// raw register value by its type.
+#include <gtest/gtest.h>
+
+#include <string_view>
+
+#include "postproc/value_types.h"
+
+namespace ft::post {
+namespace {
+
+TEST(ValueTypes, ParseAndFormat) {
+  auto t = parse_value_types("i4,u8,p,s>v");
+  ASSERT_TRUE(t.has_value());
+  ASSERT_EQ(t->args.size(), 4u);
+  EXPECT_EQ(t->args[0].kind, 'i');
+  EXPECT_EQ(t->args[0].size, 4u);
+  EXPECT_EQ(t->ret.kind, 'v');
+  for (std::string_view good : {">?", "p,p,p,p,p,p,f8,f8,f8,f8,f8,f8,f8,f8>v"}) {  // 14 arguments
+    EXPECT_TRUE(parse_value_types(good).has_value()) << good;
+  }
+  for (std::string_view bad : {
+           "i4",                                      // no '>'
+           "i4,>i4",                                  // empty code
+           "i3>i4",                                   // no such size
+           "p,p,p,p,p,p,f8,f8,f8,f8,f8,f8,f8,f8,p>v",  // 15 arguments
+           "f>v",                                     // a float needs its size
+       }) {
+    EXPECT_FALSE(parse_value_types(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(format_value({'i', 4}, 0xffffffff), "-1");
+  EXPECT_EQ(format_value({'i', 8}, 0x8000000000000000ull), "-9223372036854775808");
+  EXPECT_EQ(format_value({'u', 1}, 0x1ff), "255");
+  EXPECT_EQ(format_value({'u', 8}, ~0ull), "18446744073709551615");
+  EXPECT_EQ(format_value({'p', 8}, 0x1000), "0x1000");
+  EXPECT_EQ(format_value({'v', 8}, 7), "");
+  EXPECT_EQ(format_value({'f', 8}, 0x3ff8000000000000ull), "1.5");   // 1.5 as a double
+  EXPECT_EQ(format_value({'f', 4}, 0xdeadbeefc0200000ull), "-2.5");  // low 4 bytes: -2.5f
+}
+
+}  // namespace
+}  // namespace ft::post
