@@ -37,7 +37,6 @@ Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host)
   g_tracer = this;
   start_ns_ = monotonic_ns();
   enabled_ = !opts.start_disabled;
-  if (const char* v = std::getenv("FT_FAST_RETURNS"); v && std::strcmp(v, "0") == 0) fast_returns_ = false;
 }
 
 Tracer::~Tracer() { g_tracer = nullptr; }
@@ -163,7 +162,7 @@ void Tracer::handle_status(pid_t tid, int status) {
   // Returns the process handled itself come before anything seen at this stop.
   // (a SIGTRAP stop: in handle_sigtrap, with the thread's registers)
   bool sigtrap = ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP && !detaching_;
-  if (WIFSTOPPED(status) && !sigtrap) drain_fast(*t->process);
+  if (WIFSTOPPED(status) && !sigtrap) returns_.drain(*t->process);
   if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
     thread_gone(*t, ws);
     return;
@@ -383,8 +382,8 @@ void Tracer::handle_exec(Thread& t) {
 
 void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   Process& p = *t.process;
-  if (t.tid != p.pid()) drain_fast(p);  // the process's memory is still there
-  release_fast(t);
+  if (t.tid != p.pid()) returns_.drain(p);  // the process's memory is still there
+  returns_.release(t);
   uint64_t now = monotonic_ns();
   if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);
   if (t.tid == p.pid()) {
@@ -490,7 +489,7 @@ void Tracer::on_syscall(Thread& t) {
 void Tracer::handle_sigtrap(Thread& t) {
   Process& p = *t.process;
   auto regs = ptrace::get_regs(t.tid);
-  drain_fast(p, regs ? &t : nullptr, regs ? regs->sp() : 0);
+  returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : 0);
   if (!regs) return;  // vanished; its exit status follows
   RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
   if (p.is_trampoline(at) || p.fast_slow_stop(at) >= 0) {

@@ -27,6 +27,7 @@
 #include "core/plugin_host.h"
 #include "core/process.h"
 #include "core/process_table.h"
+#include "core/return_hooks.h"
 #include "common/result.h"
 #include "core/stop_queue.h"
 #include "core/wait_status.h"
@@ -118,8 +119,6 @@ class Tracer : private StopQueue::Sleeper {
   // modules are relocated; resolving the pending ones there (or at once, attached).
   void plan_ifunc_resolution(Process& p, Thread& t, Registers& regs);
   void resolve_ifuncs(Process& p, Thread& t, Registers& regs);
-  void rearm(Thread& t, uint64_t sp);
-  void disarm(Thread& t);
 
   // Releasing a child that is not followed.
   void release_child(Process& child);
@@ -146,29 +145,6 @@ class Tracer : private StopQueue::Sleeper {
   // Areas an earlier functracer left in the process (attach).
   void adopt_areas(Process& p, const std::vector<MapsEntry>& maps);
   void detach_process(Process& p);
-  // The trampoline was reached: pops the frame, reports the return and points regs at
-  // the real return address. False when no frame answers for it.
-  bool finish_return(Thread& t, Registers& regs);
-  // Reports frames abandoned by a longjmp and un-hijacks any that still hold the
-  // trampoline.
-  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
-  // Returns handled in the process (tracer_fast_return.cc). fast_block: the thread's
-  // block, set up on first use (-1: none). fast_push: hooks the return at [slot] with
-  // the thread's stub and records it; false when it cannot (use the trampoline).
-  // drain_fast: reports the returns the process handled since the last stop (call it
-  // before handling any stop of the process). sync_fast: writes the thread's records
-  // again after its shadow stack changed other than by a push or a drained return.
-  int fast_block(Process& p, Thread& t, Registers& regs);
-  bool fast_push(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret);
-  // stopped, sp: the thread whose stop this is and its sp; the word there is read
-  // along (Thread::sp_word).
-  void drain_fast(Process& p, Thread* stopped = nullptr, uint64_t sp = 0);
-  void sync_fast(Thread& t);
-  void release_fast(Thread& t);
-  bool fast_allowed(const Process& p) const {
-    return fast_returns_ && !p.silent && !p.reports_to && !p.fast_unavailable;
-  }
-
   const Options& opts_;
   PluginHost& host_;
   ProcessTable procs_;
@@ -177,14 +153,13 @@ class Tracer : private StopQueue::Sleeper {
   pid_t main_pid_ = 0;
   int main_exit_ = 0;
   bool enabled_ = true;
-  bool fast_returns_ = true;  // FT_FAST_RETURNS=0 turns returns handled in the process off
-  std::optional<fastret::TscClock> tsc_;  // created at the first such return
   bool attach_mode_ = false;  // -p: functracer's SIGINT/SIGTERM detach instead of being passed on
   bool detaching_ = false;    // stopping every thread to let go of them
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
   TracerStats stats_;
   EventReporter report_{opts_, host_, procs_, stats_};
+  ReturnHooks returns_{injector_, report_, stats_};
 };
 
 }  // namespace ft

@@ -337,7 +337,7 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
         if (!regs) return;
         RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
         if (p.is_trampoline(at) || p.fast_slow_stop(at) >= 0) {
-          if (!finish_return(*t, *regs))
+          if (!returns_.finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
           (void)ptrace::set_regs(tid, *regs);
         } else if (p.breakpoints.count(at.value())) {
@@ -405,12 +405,12 @@ void Tracer::remove_instrumentation(Process& p) {
 }
 
 void Tracer::detach_process(Process& p) {
-  drain_fast(p);
+  returns_.drain(p);
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads()) {
     if (p.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
-    if (regs && p.is_return_hook(regs->ip()) && finish_return(*t, *regs))
+    if (regs && p.is_return_hook(regs->ip()) && returns_.finish_return(*t, *regs))
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);

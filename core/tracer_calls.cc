@@ -20,18 +20,6 @@ constexpr uint64_t kRDebugStateOffset = 24;  // struct r_debug { int; link_map*;
 
 }  // namespace
 
-void Tracer::disarm(Thread& t) {
-  Process& p = *t.process;
-  for (auto [slot, real] : t.stack.disarm()) (void)p.mem().write_u64(RemoteAddr(slot), real);
-}
-
-void Tracer::rearm(Thread& t, uint64_t sp) {
-  Process& p = *t.process;
-  auto r = t.stack.rearm(sp);
-  report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
-  for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.trampoline.value());
-}
-
 void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Process& p = *t.process;
   // A hijacked return address, whichever thread's stub it is, is "the trampoline" to
@@ -47,7 +35,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     if (r.found) report_.report_returns(t, regs, r, monotonic_ns());
     if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
       t.rearm_ip = t.rearm_sp = 0;
-      rearm(t, regs.sp());
+      returns_.rearm(t, regs.sp());
     }
   }
   if (hooks & kHookModuleInit) resolve_ifuncs(p, t, regs);
@@ -75,8 +63,8 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   }
   bool reported = bp->traced && enabled_ && (!p.silent || p.reports_to);
 
-  if (hooks & kHookUnwindStart) disarm(t);
-  if (hooks & kHookCatch) rearm(t, regs.sp());
+  if (hooks & kHookUnwindStart) returns_.disarm(t);
+  if (hooks & kHookCatch) returns_.rearm(t, regs.sp());
   if (hooks & kHookBacktrace) {
     // backtrace() returns normally: put the trampolines back when it does.
     if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && !p.is_return_hook(*ret)) {
@@ -113,7 +101,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       if (ret && (hooks & kHookKeepReturnAddress)) {
         // Catch the return with a breakpoint at the return address.
         auto e = t.stack.push_site(slot.value(), hook_value(*ret), p.trampoline.value(), fn_id, now);
-        if (!e.abandoned.empty()) abandon(t, e.abandoned, now, t.stack.depth() - 1);
+        if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
         Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
@@ -125,11 +113,11 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       } else if (ret) {
         auto e = t.stack.push(slot.value(), hook_value(*ret), p.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) {
-          abandon(t, e.abandoned, now, t.stack.depth() - 1);
-          sync_fast(t);
+          returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
+          returns_.sync(t);
         }
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
-        if (e.write_trampoline && fn.fast_return() && fast_allowed(p) && fast_push(t, regs, slot.value(), *ret)) {
+        if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot.value(), *ret)) {
           t.stack.mark_last_fast();
         } else if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
@@ -149,7 +137,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       report_.call(p, t, regs, now, depth, fn, addr);
     }
   }
-  if (hooks) sync_fast(t);  // the hooks may have changed the shadow stack
+  if (hooks) returns_.sync(t);  // the hooks may have changed the shadow stack
   if (auto s = apply_relocation(p.mem(), *bp, regs); !s) {
     // The emulated instruction touched memory the program cannot touch either (a
     // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
@@ -164,44 +152,11 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   resume(t);
 }
 
-void Tracer::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
-  // Frames found abandoned are normally dead (longjmp'ed over). Should one still be
-  // live — a stack the heuristics took for the same one, such as a coroutine's —
-  // put its real return address back, so it returns normally (unreported) instead
-  // of reaching a trampoline no frame answers for.
-  Process& p = *t.process;
-  for (const ShadowFrame& f : frames) {
-    if (!f.armed || f.tail || f.site) continue;
-    auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
-    if (v && p.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
-  }
-  report_.report_unwound(t, frames, "longjmp", now, base_depth);
-}
-
-bool Tracer::finish_return(Thread& t, Registers& regs) {
-  uint64_t now = monotonic_ns();
-  auto r = t.stack.pop(regs.sp());
-  if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
-  if (!r.found) {
-    // A stack that moved between threads (a coroutine suspended on one thread and
-    // resumed on another): its frame is on the other thread's shadow stack.
-    for (auto& [tid, other] : t.process->threads()) {
-      if (other.get() == &t) continue;
-      r = other->stack.take(regs.sp());
-      if (r.found) break;
-    }
-  }
-  if (!r.found) return false;
-  report_.report_returns(t, regs, r, now);
-  regs.set_ip(r.real_ret);
-  return true;
-}
-
 void Tracer::on_return(Thread& t, Registers& regs) {
-  bool found = finish_return(t, regs);
+  bool found = returns_.finish_return(t, regs);
   FT_CHECK(found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
            regs.dump().c_str());
-  sync_fast(t);
+  returns_.sync(t);
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
 }

@@ -1,21 +1,70 @@
-// Tracer, part 6: returns handled inside the traced process (see fast_return.h) —
-// the per-thread blocks and stubs, recording a fast frame at an entry, reading the
-// returns back at the next stop, and keeping the process's records equal to the
-// shadow stack's fast frames when a stop changed them.
+#include "core/return_hooks.h"
+
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
-#include "core/tracer.h"
+#include "common/clock.h"
 #include "core/log.h"
 
 namespace ft {
 
 using fastret::Record;
 
-int Tracer::fast_block(Process& p, Thread& t, Registers& regs) {
+ReturnHooks::ReturnHooks(Injector& injector, EventReporter& report, TracerStats& stats)
+    : injector_(injector), report_(report), stats_(stats) {
+  if (const char* v = std::getenv("FT_FAST_RETURNS"); v && std::strcmp(v, "0") == 0) fast_returns_ = false;
+}
+
+void ReturnHooks::disarm(Thread& t) {
+  Process& p = *t.process;
+  for (auto [slot, real] : t.stack.disarm()) (void)p.mem().write_u64(RemoteAddr(slot), real);
+}
+
+void ReturnHooks::rearm(Thread& t, uint64_t sp) {
+  Process& p = *t.process;
+  auto r = t.stack.rearm(sp);
+  report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
+  for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.trampoline.value());
+}
+
+void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
+  // Frames found abandoned are normally dead (longjmp'ed over). Should one still be
+  // live — a stack the heuristics took for the same one, such as a coroutine's —
+  // put its real return address back, so it returns normally (unreported) instead
+  // of reaching a trampoline no frame answers for.
+  Process& p = *t.process;
+  for (const ShadowFrame& f : frames) {
+    if (!f.armed || f.tail || f.site) continue;
+    auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
+    if (v && p.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
+  }
+  report_.report_unwound(t, frames, "longjmp", now, base_depth);
+}
+
+bool ReturnHooks::finish_return(Thread& t, Registers& regs) {
+  uint64_t now = monotonic_ns();
+  auto r = t.stack.pop(regs.sp());
+  if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
+  if (!r.found) {
+    // A stack that moved between threads (a coroutine suspended on one thread and
+    // resumed on another): its frame is on the other thread's shadow stack.
+    for (auto& [tid, other] : t.process->threads()) {
+      if (other.get() == &t) continue;
+      r = other->stack.take(regs.sp());
+      if (r.found) break;
+    }
+  }
+  if (!r.found) return false;
+  report_.report_returns(t, regs, r, now);
+  regs.set_ip(r.real_ret);
+  return true;
+}
+
+int ReturnHooks::block(Process& p, Thread& t, Registers& regs) {
   if (t.fast_slot >= 0) return t.fast_slot;
   if (p.fast_unavailable || p.areas.empty()) return -1;
   if (p.fast_data.null()) {
@@ -64,10 +113,10 @@ int Tracer::fast_block(Process& p, Thread& t, Registers& regs) {
   return k;
 }
 
-bool Tracer::fast_push(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret) {
+bool ReturnHooks::push_fast(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret) {
   Process& p = *t.process;
   if (t.stack.disarmed() || t.fast_records.size() >= fastret::kCapacity) return false;
-  int k = fast_block(p, t, regs);
+  int k = block(p, t, regs);
   if (k < 0) return false;
   uint64_t n = t.fast_records.size();
   uint64_t stub = p.fast_stubs[k].value();
@@ -84,7 +133,7 @@ bool Tracer::fast_push(Thread& t, Registers& regs, uint64_t slot, uint64_t real_
   return true;
 }
 
-void Tracer::sync_fast(Thread& t) {
+void ReturnHooks::sync(Thread& t) {
   if (t.fast_slot < 0) return;
   Process& p = *t.process;
   std::vector<std::pair<uint64_t, uint64_t>> want;
@@ -109,7 +158,7 @@ void Tracer::sync_fast(Thread& t) {
   t.fast_records = std::move(want);
 }
 
-void Tracer::release_fast(Thread& t) {
+void ReturnHooks::release(Thread& t) {
   Process& p = *t.process;
   if (t.fast_slot >= 0 && static_cast<size_t>(t.fast_slot) < p.fast_owner.size() &&
       p.fast_owner[t.fast_slot] == t.tid)
@@ -118,7 +167,7 @@ void Tracer::release_fast(Thread& t) {
   t.fast_records.clear();
 }
 
-void Tracer::drain_fast(Process& p, Thread* stopped, uint64_t sp) {
+void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
   if (stopped) stopped->sp_word_valid = false;
   if (p.fast_data.null()) return;
   std::vector<Thread*> threads;
@@ -186,7 +235,7 @@ void Tracer::drain_fast(Process& p, Thread* stopped, uint64_t sp) {
   for (const Ret& e : rets) {
     Thread& t = *e.t;
     if (t.fast_records.empty() || t.fast_records.back().first != e.r.slot) {
-      sync_fast(t);  // not what functracer wrote there: put its records back
+      sync(t);  // not what functracer wrote there: put its records back
       continue;
     }
     t.fast_records.pop_back();

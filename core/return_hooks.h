@@ -1,0 +1,71 @@
+// ReturnHooks: how functracer sees a traced function return. At the entry the return
+// address at [sp] is saved on the thread's shadow stack (CallStack) and replaced by a
+// hook, one of two:
+//  - the shared trampoline: an int3 in the first out-of-line area; the return is a
+//    ptrace stop (finish_return pops the frame, reports it and points the thread at
+//    the real return address);
+//  - the thread's own stub (fast_return.h), when every plugin that wants the return
+//    needs only its registers: the return is recorded in the process without a stop
+//    and read back (drain) before any later stop of the process is handled.
+// Around them: frames left by longjmp (abandon), C++ exceptions (disarm puts every real
+// return address back while the unwinder runs, rearm hooks the surviving frames
+// again), and the process's return records kept equal to the shadow stacks (sync).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/call_stack.h"
+#include "core/event_reporter.h"
+#include "core/fast_return.h"
+#include "core/injector.h"
+#include "core/process.h"
+#include "core/registers.h"
+
+namespace ft {
+
+class ReturnHooks {
+ public:
+  ReturnHooks(Injector& injector, EventReporter& report, TracerStats& stats);
+
+  // The trampoline was reached: pops the frame, reports the return and points regs at
+  // the real return address. False when no frame answers for it.
+  bool finish_return(Thread& t, Registers& regs);
+  // Reports frames abandoned by a longjmp and un-hijacks any that still hold a hook.
+  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
+  // An unwinder starts (_Unwind_RaiseException & co.): the real return addresses go
+  // back on the stack. rearm: the exception was caught at sp; the frames below it
+  // are reported unwound ("exception"), the others hooked again.
+  void disarm(Thread& t);
+  void rearm(Thread& t, uint64_t sp);
+
+  // Whether returns of process p may be handled in the process.
+  bool fast_allowed(const Process& p) const {
+    return fast_returns_ && !p.silent && !p.reports_to && !p.fast_unavailable;
+  }
+  // Hooks the return at [slot] with the thread's stub and records it; false when it
+  // cannot (the caller uses the trampoline).
+  bool push_fast(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret);
+  // Reports the returns the process handled since the last stop; call before handling
+  // any stop of the process. stopped, sp: the thread whose stop this is and its sp;
+  // the word there is read along (Thread::sp_word).
+  void drain(Process& p, Thread* stopped = nullptr, uint64_t sp = 0);
+  // Writes the thread's records again after its shadow stack changed other than by a
+  // push or a drained return.
+  void sync(Thread& t);
+  // The thread is gone: its block is free for another.
+  void release(Thread& t);
+
+ private:
+  // The thread's block, set up on first use (-1: none).
+  int block(Process& p, Thread& t, Registers& regs);
+
+  Injector& injector_;
+  EventReporter& report_;
+  TracerStats& stats_;
+  bool fast_returns_ = true;  // FT_FAST_RETURNS=0 turns returns handled in the process off
+  std::optional<fastret::TscClock> tsc_;  // created at the first such return
+};
+
+}  // namespace ft
