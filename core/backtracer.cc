@@ -60,7 +60,7 @@ struct Backtracer::Impl {
   const FrameRule* rule_for(uint64_t pc) {
     auto [it, fresh] = rules.try_emplace(pc);
     if (fresh) {
-      const Module* m = process->module_at(RemoteAddr(pc));
+      const Module* m = process->space.module_at(RemoteAddr(pc));
       if (m && m->elf) {
         auto [c, opened] = cfis.try_emplace(m->elf.get());
         if (opened) c->second = {m->elf, ModuleCfi::open(*m->elf)};
@@ -157,7 +157,7 @@ struct Backtracer::Impl {
         return true;
       }
     }
-    if (const Module* m = process->module_at(RemoteAddr(addr)); m && m->elf) {
+    if (const Module* m = process->space.module_at(RemoteAddr(addr)); m && m->elf) {
       auto bytes = m->elf->read_only_bytes(addr - m->bias, 8);
       if (bytes.size() == 8) {
         std::memcpy(out, bytes.data(), 8);
@@ -181,7 +181,7 @@ Backtracer::Impl* impl_of(void* arg) { return static_cast<Backtracer::Impl*>(arg
 
 int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info, void* arg) {
   Backtracer::Impl* s = impl_of(arg);
-  const Module* m = s->process->module_at(RemoteAddr(ip));
+  const Module* m = s->process->space.module_at(RemoteAddr(ip));
   if (!m || !m->elf || m->elf->eh_frame_hdr() == 0) return -UNW_ENOINFO;
   const ElfImage& elf = *m->elf;
   auto hdr = elf.read_only_bytes(elf.eh_frame_hdr(), 12);

@@ -33,7 +33,7 @@ void EventReporter::report_unwound(Thread& t, const std::vector<ShadowFrame>& fr
   for (size_t i = 0; i < frames.size(); ++i) {
     if (frames[i].inherited) continue;
     --outer;
-    const FunctionInfo& fn = p.functions[frames[i].fn];
+    const FunctionInfo& fn = p.space.functions[frames[i].fn];
     ft_ctx c = ctx(p, &t, nullptr, now, static_cast<unsigned>(base_depth - inherited_below + outer));
     c.unwound_ret = frames[i].real_ret;
     host_.unwound(c, fn, reason);
@@ -107,7 +107,7 @@ void EventReporter::write_module(Process& p, const Module& m) {
 
 void EventReporter::write_modules(Process& p) {
   if (!p.trace) return;
-  for (const auto& m : p.modules) write_module(p, *m);
+  for (const auto& m : p.space.modules) write_module(p, *m);
 }
 
 void EventReporter::report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
@@ -120,7 +120,7 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
   for (size_t i = 0; i < r.returned.size(); ++i) {
     if (r.returned[i].inherited) continue;
     --outer;
-    const FunctionInfo& fn = p.functions[r.returned[i].fn];
+    const FunctionInfo& fn = p.space.functions[r.returned[i].fn];
     ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
     c.return_to = r.real_ret;
     if (deferred) {

@@ -29,10 +29,10 @@ Result<uint64_t> Injector::syscall(Thread& t, const Registers& saved, RemoteAddr
 
 Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn, uint64_t arg) {
   Process& p = *t.process;
-  if (p.areas.empty()) return Error::msg("no out-of-line area");
+  if (p.space.areas.empty()) return Error::msg("no out-of-line area");
   // Below the red zone of whatever the thread was running, 16-byte aligned at the
   // call, returning onto an int3 of the area.
-  RemoteAddr ret = p.areas.front()->call_return();
+  RemoteAddr ret = p.space.areas.front()->call_return();
   uint64_t sp = ((saved.sp() - 256) & ~uint64_t{15}) - 8;
   if (auto s = p.mem().write_u64(RemoteAddr(sp), ret.value()); !s) return s.error();
   Registers r = saved;
@@ -82,8 +82,8 @@ Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
       // A breakpoint in code functracer runs (a function it calls): step over it,
       // unreported.
       Process& p = *t.process;
-      auto bp = p.breakpoints.find(now->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
-      if (bp != p.breakpoints.end() && !p.is_trampoline(bp->second.addr)) {
+      auto bp = p.space.breakpoints.find(now->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+      if (bp != p.space.breakpoints.end() && !p.space.is_trampoline(bp->second.addr)) {
         if (auto s = apply_relocation(p.mem(), bp->second, *now); !s) return s.error();
         if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();
       }

@@ -143,12 +143,12 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
     regs.set_ip(c->return_to);
   }
   Process& p = *c->process;
-  if (!p.unwinder) p.unwinder = std::make_unique<Backtracer>();
+  if (!p.space.unwinder) p.space.unwinder = std::make_unique<Backtracer>();
   static_assert(sizeof(ft_addr) == sizeof(uint64_t));
   if (c->unwound_ret) {
     // The function a return address lies in (addresses are looked up at ret - 1).
     auto function_of = [&](uint64_t ret) -> const ElfSymbol* {
-      const Module* m = p.module_at(RemoteAddr(ret - 1));
+      const Module* m = p.space.module_at(RemoteAddr(ret - 1));
       return m && m->elf ? m->elf->function_at(ret - 1 - m->bias) : nullptr;
     };
     frames[0] = c->unwound_ret;
@@ -156,7 +156,7 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
     const ElfSymbol* caller = function_of(c->unwound_ret);
     if (!caller || max == 1) return n;
     std::vector<uint64_t> now(static_cast<size_t>(max) + 64);
-    size_t got = p.unwinder->capture(p, *c->thread, regs, false, now);
+    size_t got = p.space.unwinder->capture(p, *c->thread, regs, false, now);
     for (size_t j = 0; j < got; ++j) {
       if (function_of(now[j] + (j == 0 ? 1 : 0)) != caller) continue;
       for (size_t k = j + 1; k < got && n < max; ++k) frames[n++] = now[k];
@@ -165,7 +165,7 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
     return n;
   }
   return static_cast<int>(
-      p.unwinder->capture(p, *c->thread, regs, skip_first, {reinterpret_cast<uint64_t*>(frames), static_cast<size_t>(max)}));
+      p.space.unwinder->capture(p, *c->thread, regs, skip_first, {reinterpret_cast<uint64_t*>(frames), static_cast<size_t>(max)}));
 }
 
 const ft_host_api kHostApi = {

@@ -28,7 +28,7 @@ void ReturnHooks::rearm(Thread& t, uint64_t sp) {
   Process& p = *t.process;
   auto r = t.stack.rearm(sp);
   report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
-  for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.trampoline.value());
+  for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.space.trampoline.value());
 }
 
 void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
@@ -40,7 +40,7 @@ void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uin
   for (const ShadowFrame& f : frames) {
     if (!f.armed || f.tail || f.site) continue;
     auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
-    if (v && p.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
+    if (v && p.space.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
   }
   report_.report_unwound(t, frames, "longjmp", now, base_depth);
 }
@@ -66,45 +66,45 @@ bool ReturnHooks::finish_return(Thread& t, Registers& regs) {
 
 int ReturnHooks::block(Process& p, Thread& t, Registers& regs) {
   if (t.fast_slot >= 0) return t.fast_slot;
-  if (p.fast_unavailable || p.areas.empty()) return -1;
-  if (p.fast_data.null()) {
-    auto rc = injector_.syscall(t, regs, p.areas.front()->syscall_stub(), SYS_mmap,
+  if (p.space.fast_unavailable || p.space.areas.empty()) return -1;
+  if (p.space.fast_data.null()) {
+    auto rc = injector_.syscall(t, regs, p.space.areas.front()->syscall_stub(), SYS_mmap,
                              {0, fastret::kDataSize, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, static_cast<uint64_t>(-1), 0});
     if (!rc || *rc > static_cast<uint64_t>(-4096)) {
       FT_DEBUG("process {}: no memory for returns handled in the process; the trampoline handles them", p.pid());
-      p.fast_unavailable = true;
+      p.space.fast_unavailable = true;
       return -1;
     }
     if (auto s = p.mem().write_u64(RemoteAddr(*rc), fastret::kDataMark); !s) {
-      p.fast_unavailable = true;
+      p.space.fast_unavailable = true;
       return -1;
     }
-    p.fast_data = RemoteAddr(*rc);
+    p.space.fast_data = RemoteAddr(*rc);
   }
-  if (p.fast_owner.empty()) {
-    p.fast_owner.assign(fastret::kMaxSlots, 0);
-    p.fast_stubs.assign(fastret::kMaxSlots, RemoteAddr());
+  if (p.space.fast_owner.empty()) {
+    p.space.fast_owner.assign(fastret::kMaxSlots, 0);
+    p.space.fast_stubs.assign(fastret::kMaxSlots, RemoteAddr());
   }
-  auto free_slot = std::find(p.fast_owner.begin(), p.fast_owner.end(), 0);
-  if (free_slot == p.fast_owner.end()) return -1;
-  int k = static_cast<int>(free_slot - p.fast_owner.begin());
-  uint64_t top_addr = p.fast_data.value() + fastret::top_offset(k);
-  if (p.fast_stubs[k].null()) {
+  auto free_slot = std::find(p.space.fast_owner.begin(), p.space.fast_owner.end(), 0);
+  if (free_slot == p.space.fast_owner.end()) return -1;
+  int k = static_cast<int>(free_slot - p.space.fast_owner.begin());
+  uint64_t top_addr = p.space.fast_data.value() + fastret::top_offset(k);
+  if (p.space.fast_stubs[k].null()) {
     // Two consecutive out-of-line slots.
     static_assert(fastret::kStubSize <= 2 * SsolArea::kSlotSize);
     RemoteAddr at;
-    for (auto& a : p.areas) {
+    for (auto& a : p.space.areas) {
       if (a->next_offset() + 2 * SsolArea::kSlotSize > SsolArea::kSize) continue;
       at = a->allocate_slot();
       (void)a->allocate_slot();
       break;
     }
     if (at.null()) return -1;
-    auto code = fastret::stub_code(top_addr, p.fast_data.value() + fastret::block_offset(k));
+    auto code = fastret::stub_code(top_addr, p.space.fast_data.value() + fastret::block_offset(k));
     if (auto s = p.mem().write(at, code); !s) return -1;
-    p.fast_stubs[k] = at;
-    p.fast_stub_slot[at.value()] = k;
+    p.space.fast_stubs[k] = at;
+    p.space.fast_stub_slot[at.value()] = k;
   }
   if (auto s = p.mem().write_u64(RemoteAddr(top_addr), 0); !s) return -1;
   *free_slot = t.tid;
@@ -119,13 +119,13 @@ bool ReturnHooks::push_fast(Thread& t, Registers& regs, uint64_t slot, uint64_t 
   int k = block(p, t, regs);
   if (k < 0) return false;
   uint64_t n = t.fast_records.size();
-  uint64_t stub = p.fast_stubs[k].value();
+  uint64_t stub = p.space.fast_stubs[k].value();
   uint64_t head[2] = {slot, real_ret};
   uint64_t top = n + 1;
   RemoteMemory::Piece pieces[] = {
       {RemoteAddr(slot), &stub, 8},
-      {p.fast_data + static_cast<int64_t>(fastret::block_offset(k) + n * fastret::kRecordSize), head, sizeof head},
-      {p.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
+      {p.space.fast_data + static_cast<int64_t>(fastret::block_offset(k) + n * fastret::kRecordSize), head, sizeof head},
+      {p.space.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
   };
   if (auto s = p.mem().write_pieces(pieces); !s) return false;
   t.fast_records.emplace_back(slot, real_ret);
@@ -147,8 +147,8 @@ void ReturnHooks::sync(Thread& t) {
   uint64_t top = want.size();
   int k = t.fast_slot;
   RemoteMemory::Piece pieces[2] = {
-      {p.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
-      {p.fast_data + static_cast<int64_t>(fastret::block_offset(k) + same * fastret::kRecordSize), recs.data(),
+      {p.space.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
+      {p.space.fast_data + static_cast<int64_t>(fastret::block_offset(k) + same * fastret::kRecordSize), recs.data(),
        recs.size() * sizeof(Record)},
   };
   if (auto s = p.mem().write_pieces({pieces, recs.empty() ? 1u : 2u}); !s) {
@@ -160,16 +160,16 @@ void ReturnHooks::sync(Thread& t) {
 
 void ReturnHooks::release(Thread& t) {
   Process& p = *t.process;
-  if (t.fast_slot >= 0 && static_cast<size_t>(t.fast_slot) < p.fast_owner.size() &&
-      p.fast_owner[t.fast_slot] == t.tid)
-    p.fast_owner[t.fast_slot] = 0;
+  if (t.fast_slot >= 0 && static_cast<size_t>(t.fast_slot) < p.space.fast_owner.size() &&
+      p.space.fast_owner[t.fast_slot] == t.tid)
+    p.space.fast_owner[t.fast_slot] = 0;
   t.fast_slot = -1;
   t.fast_records.clear();
 }
 
 void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
   if (stopped) stopped->sp_word_valid = false;
-  if (p.fast_data.null()) return;
+  if (p.space.fast_data.null()) return;
   std::vector<Thread*> threads;
   for (auto& [tid, t] : p.threads())
     if (t->fast_slot >= 0 && !t->fast_records.empty()) threads.push_back(t.get());
@@ -187,9 +187,9 @@ void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
   uint64_t word = 0;
   bool with_stopped = stopped && stopped->fast_slot >= 0 && !stopped->fast_records.empty();
   RemoteMemory::Piece pieces[3] = {
-      {p.fast_data + static_cast<int64_t>(fastret::top_offset(lo)), tops.data(), tops.size() * 8},
+      {p.space.fast_data + static_cast<int64_t>(fastret::top_offset(lo)), tops.data(), tops.size() * 8},
       {RemoteAddr(sp), &word, 8},
-      {with_stopped ? p.fast_data + static_cast<int64_t>(fastret::block_offset(stopped->fast_slot) +
+      {with_stopped ? p.space.fast_data + static_cast<int64_t>(fastret::block_offset(stopped->fast_slot) +
                                                          (stopped->fast_records.size() - 1) * fastret::kRecordSize)
                     : RemoteAddr(),
        &innermost, sizeof innermost},
@@ -221,7 +221,7 @@ void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
     }
     if (have < recs.size()) {
       RemoteMemory::Piece piece{
-          p.fast_data + static_cast<int64_t>(fastret::block_offset(t.fast_slot) + top * fastret::kRecordSize),
+          p.space.fast_data + static_cast<int64_t>(fastret::block_offset(t.fast_slot) + top * fastret::kRecordSize),
           recs.data(), (recs.size() - have) * sizeof(Record)};
       if (auto s = p.mem().read_pieces({&piece, 1}); !s) continue;
     }

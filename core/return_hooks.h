@@ -42,7 +42,7 @@ class ReturnHooks {
 
   // Whether returns of process p may be handled in the process.
   bool fast_allowed(const Process& p) const {
-    return fast_returns_ && !p.silent && !p.reports_to && !p.fast_unavailable;
+    return fast_returns_ && !p.silent && !p.reports_to && !p.space.fast_unavailable;
   }
   // Hooks the return at [slot] with the thread's stub and records it; false when it
   // cannot (the caller uses the trampoline).

@@ -71,8 +71,8 @@ void Tracer::on_engine_fault(int sig, void* addr) {
         if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
         if (auto regs = ptrace::get_regs(tid)) {
           uint64_t at = regs->ip() - 1;
-          bool hook = p->is_trampoline(RemoteAddr(at)) || p->fast_slow_stop(RemoteAddr(at)) >= 0;
-          if (p->breakpoints.count(at) || hook) {
+          bool hook = p->space.is_trampoline(RemoteAddr(at)) || p->space.fast_slow_stop(RemoteAddr(at)) >= 0;
+          if (p->space.breakpoints.count(at) || hook) {
             // On the original instruction again; a return through the trampoline
             // goes to the real return address, which is the frame's own.
             if (hook && !th->stack.empty()) regs->set_ip(th->stack.frames().back().real_ret);
@@ -250,38 +250,15 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     c.exe = pp.exe;
     c.cmdline = pp.cmdline;
     c.started = true;
-    for (const auto& m : pp.modules) {
-      auto copy = std::make_unique<Module>();
-      copy->map = m->map;
-      copy->elf = m->elf;
-      copy->bias = m->bias;
-      copy->is_main = m->is_main;
-      copy->data_file = m->data_file;
-      c.modules.push_back(std::move(copy));
-    }
-    c.breakpoints = pp.breakpoints;
-    for (auto& [a, bp] : c.breakpoints) bp.module = c.module_at(bp.addr);
-    c.functions = pp.functions;
-    for (const auto& a : pp.areas) c.areas.push_back(std::make_unique<SsolArea>(*a));
-    c.trampoline = pp.trampoline;
-    c.r_debug = pp.r_debug;
+    c.space = pp.space.clone(shares_mm);
     nt = &procs_.add_thread(c, new_tid);
     nt->stack = parent.stack;  // the child's stack is a copy of the forking thread's
     nt->stack.mark_inherited();
-    // The stubs are in the copy too; the forking thread's block is the child's.
-    c.fast_stubs = pp.fast_stubs;
-    c.fast_stub_slot = pp.fast_stub_slot;
-    if (shares_mm) {
-      c.fast_unavailable = true;  // the parent's blocks: not the child's to use
-    } else {
-      c.fast_data = pp.fast_data;
-      c.fast_unavailable = pp.fast_unavailable;
-      if (!pp.fast_owner.empty()) c.fast_owner.assign(pp.fast_owner.size(), 0);
-      if (parent.fast_slot >= 0) {
-        c.fast_owner[parent.fast_slot] = new_tid;
-        nt->fast_slot = parent.fast_slot;
-        nt->fast_records = parent.fast_records;
-      }
+    // The forking thread's block of return records is the child's.
+    if (!shares_mm && parent.fast_slot >= 0 && static_cast<size_t>(parent.fast_slot) < c.space.fast_owner.size()) {
+      c.space.fast_owner[parent.fast_slot] = new_tid;
+      nt->fast_slot = parent.fast_slot;
+      nt->fast_records = parent.fast_records;
     }
     if (auto s = c.mem().open(); !s) log::warn("{}", s.error().message);
     if (!opts_.follow_forks) {
@@ -328,18 +305,7 @@ void Tracer::forget_image(Thread& t) {
   procs_.remove_threads_except(p, t);
   if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);
   // The old image's breakpoints and areas went with it.
-  p.modules.clear();
-  p.unwinder.reset();
-  p.breakpoints.clear();
-  p.areas.clear();
-  p.trampoline = RemoteAddr();
-  p.r_debug = RemoteAddr();
-  p.scratch = RemoteAddr();
-  p.fast_data = RemoteAddr();
-  p.fast_unavailable = false;
-  p.fast_owner.clear();
-  p.fast_stubs.clear();
-  p.fast_stub_slot.clear();
+  p.space.reset();
   t.fast_slot = -1;
   t.fast_records.clear();
 }
@@ -437,9 +403,9 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
     main_exit_ = code;
     if (!attach_mode_) program_ended();
   }
-  if (!p.ifuncs.empty())
+  if (!p.space.ifuncs.empty())
     log::warn("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
-              p.pid(), p.ifuncs.size(), p.ifuncs.size() == 1 ? "" : "s", p.ifuncs.front().demangled);
+              p.pid(), p.space.ifuncs.size(), p.space.ifuncs.size() == 1 ? "" : "s", p.space.ifuncs.front().demangled);
   if (p.trace) p.trace->flush();
   procs_.remove(p);
 }
@@ -492,12 +458,12 @@ void Tracer::handle_sigtrap(Thread& t) {
   returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : 0);
   if (!regs) return;  // vanished; its exit status follows
   RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
-  if (p.is_trampoline(at) || p.fast_slow_stop(at) >= 0) {
+  if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
     on_return(t, *regs);
     return;
   }
-  auto it = p.breakpoints.find(at.value());
-  if (it == p.breakpoints.end()) {
+  auto it = p.space.breakpoints.find(at.value());
+  if (it == p.space.breakpoints.end()) {
     handle_signal(t, SIGTRAP);  // the program's own SIGTRAP
     return;
   }

@@ -23,11 +23,11 @@
 namespace ft {
 
 SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr) {
-  for (auto& a : p.areas)
+  for (auto& a : p.space.areas)
     if (a->near(addr) && a->has_room()) return a.get();
   auto maps = read_maps(p.pid());
   if (!maps) return nullptr;
-  const Module* m = p.module_at(addr);
+  const Module* m = p.space.module_at(addr);
   uint64_t lo = m ? m->map.base : addr.value(), hi = m ? m->map.end : addr.value() + 1;
   uint64_t hint = find_free_range(*maps, lo, hi, SsolArea::kSize);
   if (hint == 0) {
@@ -40,13 +40,13 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   RemoteAddr stub;
   std::optional<CodePatch> temp;
   static constexpr uint8_t kStub[3] = {0x0f, 0x05, 0xcc};  // syscall; int3
-  if (p.areas.empty()) {
-    stub = p.scratch.null() ? RemoteAddr(regs.ip()) : p.scratch;
+  if (p.space.areas.empty()) {
+    stub = p.space.scratch.null() ? RemoteAddr(regs.ip()) : p.space.scratch;
     auto patch = CodePatch::apply(p.mem(), stub, kStub);
     if (!patch) return nullptr;
     temp.emplace(std::move(*patch));
   } else {
-    stub = p.areas.front()->syscall_stub();
+    stub = p.space.areas.front()->syscall_stub();
   }
   auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
                               {hint, SsolArea::kSize, PROT_READ | PROT_EXEC,
@@ -70,9 +70,9 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
     return nullptr;
   }
   FT_DEBUG("process {}: out-of-line area at {:#x}", p.pid(), area->base().value());
-  if (p.trampoline.null()) p.trampoline = area->trampoline();
-  p.areas.push_back(std::move(area));
-  return p.areas.back().get();
+  if (p.space.trampoline.null()) p.space.trampoline = area->trampoline();
+  p.space.areas.push_back(std::move(area));
+  return p.space.areas.back().get();
 }
 
 Status Tracer::setup_address_space(Process& p, Thread& t, Registers& regs) {
@@ -104,7 +104,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
   if (!maps) return;
   auto now = modules_from_maps(*maps);
   // Gone: forget their breakpoints without touching their memory.
-  for (auto it = p.modules.begin(); it != p.modules.end();) {
+  for (auto it = p.space.modules.begin(); it != p.space.modules.end();) {
     const Module& m = **it;
     bool present = std::any_of(now.begin(), now.end(), [&](const MappedModule& n) {
       return n.path == m.map.path && n.base == m.map.base && n.inode == m.map.inode;
@@ -115,21 +115,21 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
     }
     FT_DEBUG("process {}: module {} unloaded", p.pid(), m.map.path);
     if (m.elf && !p.silent) report_.module(p, t, m, false);
-    if (p.unwinder) p.unwinder->flush();
-    std::erase_if(p.ifuncs, [&](const PendingIfunc& f) { return f.module == &m; });
-    for (auto b = p.breakpoints.begin(); b != p.breakpoints.end();)
-      b = b->second.module == &m ? p.breakpoints.erase(b) : std::next(b);
-    it = p.modules.erase(it);
+    if (p.space.unwinder) p.space.unwinder->flush();
+    std::erase_if(p.space.ifuncs, [&](const PendingIfunc& f) { return f.module == &m; });
+    for (auto b = p.space.breakpoints.begin(); b != p.space.breakpoints.end();)
+      b = b->second.module == &m ? p.space.breakpoints.erase(b) : std::next(b);
+    it = p.space.modules.erase(it);
   }
-  size_t before = p.modules.size();
+  size_t before = p.space.modules.size();
   for (const auto& n : now) {
-    bool known = std::any_of(p.modules.begin(), p.modules.end(), [&](const auto& m) {
+    bool known = std::any_of(p.space.modules.begin(), p.space.modules.end(), [&](const auto& m) {
       return n.path == m->map.path && n.base == m->map.base && n.inode == m->map.inode;
     });
     if (!known) load_module(p, t, regs, n, n.path == p.exe);
   }
   if (p.trace)
-    for (size_t i = before; i < p.modules.size(); ++i) report_.write_module(p, *p.modules[i]);
+    for (size_t i = before; i < p.space.modules.size(); ++i) report_.write_module(p, *p.space.modules[i]);
   plan_ifunc_resolution(p, t, regs);
 }
 
@@ -155,13 +155,13 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
       // A truncated or corrupt file the kernel still ran: say why nothing in it is traced.
       log::warn("{}: its functions are not traced", elf.error().message);
     }
-    p.modules.push_back(std::move(m));
+    p.space.modules.push_back(std::move(m));
     return;
   }
   std::shared_ptr<const ElfImage> img(std::move(*elf));
   if (img->machine() != EM_X86_64) {
     if (is_main) log::warn("{} is not an x86-64 program: process {} runs untraced", mm.path, p.pid());
-    p.modules.push_back(std::move(m));
+    p.space.modules.push_back(std::move(m));
     return;
   }
   m->elf = img;
@@ -169,7 +169,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   // Plugins explain unmatched patterns better when they know the program is stripped.
   if (is_main && !img->has_symtab()) host_.set_option("main_stripped", mm.path);
   Module& mod = *m;
-  p.modules.push_back(std::move(m));
+  p.space.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
   if (!p.silent) report_.module(p, t, mod, true);
@@ -188,11 +188,11 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     if (sym.ifunc) {
       // The symbol is the resolver; the implementation it picks is what the program
       // calls. It is asked once the module is relocated (tracer_ifunc.cc).
-      if (in.any()) p.ifuncs.push_back(PendingIfunc{&mod, sym, dem, in});
+      if (in.any()) p.space.ifuncs.push_back(PendingIfunc{&mod, sym, dem, in});
       continue;
     }
     if (hooks == kHookLinker)
-      if (const ElfSymbol* rd = img->find("_r_debug")) p.r_debug = RemoteAddr(rd->value + mod.bias);
+      if (const ElfSymbol* rd = img->find("_r_debug")) p.space.r_debug = RemoteAddr(rd->value + mod.bias);
     if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, dem, in, hooks);
   }
 }
@@ -228,18 +228,18 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
         }
     }
     bp.traced = true;
-    bp.fn = static_cast<uint32_t>(p.functions.size());
-    p.functions.push_back(std::move(fi));
+    bp.fn = static_cast<uint32_t>(p.space.functions.size());
+    p.space.functions.push_back(std::move(fi));
   };
 
-  if (auto it = p.breakpoints.find(addr); it != p.breakpoints.end()) {
+  if (auto it = p.space.breakpoints.find(addr); it != p.space.breakpoints.end()) {
     Breakpoint& bp = it->second;
     bp.hooks |= hooks;
     if (in.any()) {
       if (!bp.traced) {
         add_function(bp);
       } else {
-        FunctionInfo& fi = p.functions[bp.fn];
+        FunctionInfo& fi = p.space.functions[bp.fn];
         fi.entry_mask |= in.entry_mask;
         fi.return_mask |= in.return_mask;
         fi.value_only_mask |= in.value_only_mask;
@@ -257,7 +257,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
 }
 
 Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what) {
-  if (auto it = p.breakpoints.find(addr); it != p.breakpoints.end()) return &it->second;
+  if (auto it = p.space.breakpoints.find(addr); it != p.space.breakpoints.end()) return &it->second;
   SsolArea* area = area_near(p, t, regs, RemoteAddr(addr));
   if (!area) {
     ++stats_.refused;
@@ -299,9 +299,9 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t a
   bp.orig_byte = code[0];
   bp.reloc = std::move(rel);
   bp.slot = slot;
-  bp.module = p.module_at(bp.addr);
+  bp.module = p.space.module_at(bp.addr);
   ++stats_.breakpoints;
-  return &p.breakpoints.emplace(addr, std::move(bp)).first->second;
+  return &p.space.breakpoints.emplace(addr, std::move(bp)).first->second;
 }
 
 }  // namespace ft

@@ -261,7 +261,7 @@ Status Tracer::setup_attached(Process& p) {
   // stopped, and none is on its way there.
   for (const auto& e : *maps)
     if (e.x && e.path.starts_with(p.exe) && (e.path == p.exe || e.path == p.exe + " (deleted)")) {
-      p.scratch = RemoteAddr(e.start);
+      p.space.scratch = RemoteAddr(e.start);
       break;
     }
   adopt_areas(p, *maps);
@@ -336,11 +336,11 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
         auto regs = ptrace::get_regs(tid);
         if (!regs) return;
         RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
-        if (p.is_trampoline(at) || p.fast_slow_stop(at) >= 0) {
+        if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
           if (!returns_.finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
           (void)ptrace::set_regs(tid, *regs);
-        } else if (p.breakpoints.count(at.value())) {
+        } else if (p.space.breakpoints.count(at.value())) {
           regs->set_ip(at.value());  // runs the original instruction once it is back
           (void)ptrace::set_regs(tid, *regs);
         } else {
@@ -358,11 +358,11 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
 
 void Tracer::adopt_areas(Process& p, const std::vector<MapsEntry>& maps) {
   for (const auto& e : maps) {
-    if (e.path.empty() && e.end - e.start == fastret::kDataSize && e.r && e.w && !e.x && p.fast_data.null()) {
+    if (e.path.empty() && e.end - e.start == fastret::kDataSize && e.r && e.w && !e.x && p.space.fast_data.null()) {
       // The return records of an earlier functracer (fast_return.h): every block is
       // free again, their tops are reset as threads take them.
       if (auto mark = p.mem().read_u64(RemoteAddr(e.start)); mark && *mark == fastret::kDataMark) {
-        p.fast_data = RemoteAddr(e.start);
+        p.space.fast_data = RemoteAddr(e.start);
         FT_DEBUG("process {}: adopted the return records at {:#x}", p.pid(), e.start);
       }
       continue;
@@ -383,24 +383,24 @@ void Tracer::adopt_areas(Process& p, const std::vector<MapsEntry>& maps) {
     static constexpr uint8_t kZero[16] = {};
     if (!p.mem().write(RemoteAddr(e.start + SsolArea::kMarkOffset), kZero)) continue;
     auto area = std::make_unique<SsolArea>(RemoteAddr(e.start), next);
-    if (p.trampoline.null()) p.trampoline = area->trampoline();
+    if (p.space.trampoline.null()) p.space.trampoline = area->trampoline();
     FT_DEBUG("process {}: adopted the out-of-line area at {:#x} ({} bytes used)", p.pid(), e.start, next);
-    p.areas.push_back(std::move(area));
+    p.space.areas.push_back(std::move(area));
   }
 }
 
 void Tracer::remove_instrumentation(Process& p) {
-  for (const auto& a : p.areas) {
+  for (const auto& a : p.space.areas) {
     uint64_t mark[2] = {SsolArea::kMark, a->next_offset()};
     (void)p.mem().write(a->base() + SsolArea::kMarkOffset, {reinterpret_cast<const uint8_t*>(mark), sizeof mark});
   }
-  for (const auto& [addr, bp] : p.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
-  if (p.trampoline.null()) return;
+  for (const auto& [addr, bp] : p.space.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
+  if (p.space.trampoline.null()) return;
   for (const auto& [tid, t] : p.threads())
     for (const auto& f : t->stack.frames()) {
       if (!f.armed || f.tail || f.site) continue;
       auto v = p.mem().read_u64(RemoteAddr(f.slot));
-      if (v && p.is_return_hook(*v)) (void)p.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
+      if (v && p.space.is_return_hook(*v)) (void)p.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
     }
 }
 
@@ -408,9 +408,9 @@ void Tracer::detach_process(Process& p) {
   returns_.drain(p);
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads()) {
-    if (p.trampoline.null()) break;
+    if (p.space.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
-    if (regs && p.is_return_hook(regs->ip()) && returns_.finish_return(*t, *regs))
+    if (regs && p.space.is_return_hook(regs->ip()) && returns_.finish_return(*t, *regs))
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);

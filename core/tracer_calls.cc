@@ -24,7 +24,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Process& p = *t.process;
   // A hijacked return address, whichever thread's stub it is, is "the trampoline" to
   // the shadow stack.
-  auto hook_value = [&p](uint64_t v) { return p.is_return_hook(v) ? p.trampoline.value() : v; };
+  auto hook_value = [&p](uint64_t v) { return p.space.is_return_hook(v) ? p.space.trampoline.value() : v; };
   uint64_t addr = bp_ref.addr.value();
   unsigned hooks = bp_ref.hooks;
   Registers at_breakpoint = regs;
@@ -42,17 +42,17 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Breakpoint* bp = &bp_ref;
   if (hooks & kHookLinker) {
     bool consistent = true;
-    if (!p.r_debug.null()) {
+    if (!p.space.r_debug.null()) {
       uint32_t state = 0;
-      if (p.mem().read_exact(p.r_debug + kRDebugStateOffset, {reinterpret_cast<uint8_t*>(&state), 4}))
+      if (p.mem().read_exact(p.space.r_debug + kRDebugStateOffset, {reinterpret_cast<uint8_t*>(&state), 4}))
         consistent = static_cast<int>(state) == kRtConsistent;
     }
     if (consistent) {
       rescan_modules(p, t, regs);
       // Rescanning is the only step that removes breakpoints (a module went away);
       // planting only adds, which leaves pointers into the table valid.
-      auto it = p.breakpoints.find(addr);
-      if (it == p.breakpoints.end()) {
+      auto it = p.space.breakpoints.find(addr);
+      if (it == p.space.breakpoints.end()) {
         regs.set_ip(addr);  // the instruction is back in place
         (void)ptrace::set_regs(t.tid, regs);
         resume(t);
@@ -67,7 +67,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (hooks & kHookCatch) returns_.rearm(t, regs.sp());
   if (hooks & kHookBacktrace) {
     // backtrace() returns normally: put the trampolines back when it does.
-    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && !p.is_return_hook(*ret)) {
+    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && !p.space.is_return_hook(*ret)) {
       if (Breakpoint* site = plant_raw(p, t, regs, *ret, "_Unwind_Backtrace return site")) {
         site->hooks |= kHookReturnSite;
         t.rearm_ip = *ret;
@@ -75,12 +75,12 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       }
     }
   }
-  if ((hooks & kHookKeepReturnAddress) && !(reported && p.functions[bp->fn].return_mask)) {
+  if ((hooks & kHookKeepReturnAddress) && !(reported && p.space.functions[bp->fn].return_mask)) {
     // Not traced itself, but reached by a jump from hijacked frames (a traced
     // _setjmp@plt): it would save the trampoline as its return address. Hand those
     // frames over to a return-site breakpoint and put the real address back.
     if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())))
-      if (uint64_t real = t.stack.to_site(regs.sp(), p.trampoline.value(), hook_value(*ret))) {
+      if (uint64_t real = t.stack.to_site(regs.sp(), p.space.trampoline.value(), hook_value(*ret))) {
         (void)p.mem().poke(t.tid, RemoteAddr(regs.sp()), real);
         if (Breakpoint* site = plant_raw(p, t, regs, real, "return site"))
           site->hooks |= kHookReturnSite;
@@ -89,7 +89,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 
   if (reported) {
     uint32_t fn_id = bp->fn;
-    const FunctionInfo& fn = p.functions[fn_id];
+    const FunctionInfo& fn = p.space.functions[fn_id];
     uint64_t now = monotonic_ns();
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
     if (fn.return_mask) {
@@ -100,7 +100,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
                                                                          : p.mem().peek(t.tid, slot);
       if (ret && (hooks & kHookKeepReturnAddress)) {
         // Catch the return with a breakpoint at the return address.
-        auto e = t.stack.push_site(slot.value(), hook_value(*ret), p.trampoline.value(), fn_id, now);
+        auto e = t.stack.push_site(slot.value(), hook_value(*ret), p.space.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
@@ -111,7 +111,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
           t.stack.pop_last();
         }
       } else if (ret) {
-        auto e = t.stack.push(slot.value(), hook_value(*ret), p.trampoline.value(), fn_id, now);
+        auto e = t.stack.push(slot.value(), hook_value(*ret), p.space.trampoline.value(), fn_id, now);
         if (!e.abandoned.empty()) {
           returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
           returns_.sync(t);
@@ -120,7 +120,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot.value(), *ret)) {
           t.stack.mark_last_fast();
         } else if (e.write_trampoline) {
-          if (auto s = p.mem().poke(t.tid, slot, p.trampoline.value()); !s) {
+          if (auto s = p.mem().poke(t.tid, slot, p.space.trampoline.value()); !s) {
             t.stack.pop_last();
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
             report_.record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + s.error().message);

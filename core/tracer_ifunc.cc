@@ -42,8 +42,8 @@ uint64_t hwcap_of(pid_t pid) {
 }  // namespace
 
 void Tracer::plan_ifunc_resolution(Process& p, Thread& t, Registers& regs) {
-  if (p.ifuncs.empty() || p.silent) return;
-  for (auto& m : p.modules) {
+  if (p.space.ifuncs.empty() || p.silent) return;
+  for (auto& m : p.space.modules) {
     if (m->init_hooked || !m->elf) continue;
     m->init_hooked = true;
     uint64_t at = 0;
@@ -55,9 +55,9 @@ void Tracer::plan_ifunc_resolution(Process& p, Thread& t, Registers& regs) {
 }
 
 void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
-  if (p.ifuncs.empty() || p.silent) return;
+  if (p.space.ifuncs.empty() || p.silent) return;
   std::vector<PendingIfunc> pending;
-  pending.swap(p.ifuncs);
+  pending.swap(p.space.ifuncs);
   uint64_t hwcap = hwcap_of(p.pid());
   std::unordered_map<uint64_t, uint64_t> answers;  // resolver -> implementation (aliases share one)
   // (module, where its code is) -> IFUNCs whose resolvers chose code no module holds
@@ -74,7 +74,7 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
                 impl.error().message);
       continue;
     }
-    Module* home = p.module_at(RemoteAddr(*impl));
+    Module* home = p.space.module_at(RemoteAddr(*impl));
     if (!home || !home->elf) {
       ++stats_.refused;
       std::string where = "code outside every module";
@@ -84,14 +84,14 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
       elsewhere[{f.module->map.path, where}].push_back(f.demangled);
       continue;
     }
-    if (auto it = p.breakpoints.find(*impl); it != p.breakpoints.end() && it->second.traced) {
+    if (auto it = p.space.breakpoints.find(*impl); it != p.space.breakpoints.end() && it->second.traced) {
       // Another IFUNC (not an alias: that has the same resolver) picked this code.
-      const FunctionInfo& other = p.functions[it->second.fn];
-      if (auto r = p.ifunc_impls.find(*impl); r != p.ifunc_impls.end() && r->second != resolver)
+      const FunctionInfo& other = p.space.functions[it->second.fn];
+      if (auto r = p.space.ifunc_impls.find(*impl); r != p.space.ifunc_impls.end() && r->second != resolver)
         log::info("{} and {} run the same code ({:#x} in {}): calls of both are reported as {}", f.demangled,
                   other.demangled, *impl, home->map.path, other.demangled);
     }
-    p.ifunc_impls.emplace(*impl, resolver);
+    p.space.ifunc_impls.emplace(*impl, resolver);
     ElfSymbol impl_sym = f.sym;
     impl_sym.value = *impl - home->bias;
     impl_sym.ifunc = false;

@@ -1,0 +1,58 @@
+#include "core/address_space.h"
+
+namespace ft {
+
+AddressSpace AddressSpace::clone(bool shares_memory) const {
+  AddressSpace c;
+  for (const auto& m : modules) {
+    auto copy = std::make_unique<Module>();
+    copy->map = m->map;
+    copy->elf = m->elf;
+    copy->bias = m->bias;
+    copy->is_main = m->is_main;
+    copy->data_file = m->data_file;
+    c.modules.push_back(std::move(copy));
+  }
+  c.breakpoints = breakpoints;
+  for (auto& [a, bp] : c.breakpoints) bp.module = c.module_at(bp.addr);
+  c.functions = functions;
+  for (const auto& a : areas) c.areas.push_back(std::make_unique<SsolArea>(*a));
+  c.trampoline = trampoline;
+  c.r_debug = r_debug;
+  // The stubs are in the copy too.
+  c.fast_stubs = fast_stubs;
+  c.fast_stub_slot = fast_stub_slot;
+  if (shares_memory) {
+    c.fast_unavailable = true;  // the parent's blocks: not the child's to use
+  } else {
+    c.fast_data = fast_data;
+    c.fast_unavailable = fast_unavailable;
+    if (!fast_owner.empty()) c.fast_owner.assign(fast_owner.size(), 0);
+  }
+  return c;
+}
+
+void AddressSpace::reset() {
+  modules.clear();
+  unwinder.reset();
+  breakpoints.clear();
+  areas.clear();
+  ifuncs.clear();
+  ifunc_impls.clear();
+  trampoline = RemoteAddr();
+  r_debug = RemoteAddr();
+  scratch = RemoteAddr();
+  fast_data = RemoteAddr();
+  fast_unavailable = false;
+  fast_owner.clear();
+  fast_stubs.clear();
+  fast_stub_slot.clear();
+}
+
+const Module* AddressSpace::module_at(RemoteAddr a) const {
+  for (const auto& m : modules)
+    if (a.value() >= m->map.base && a.value() < m->map.end) return m.get();
+  return nullptr;
+}
+
+}  // namespace ft
