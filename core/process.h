@@ -16,14 +16,14 @@
 #include <utility>
 #include <vector>
 
-#include "arch/relocation.h"
+#include "arch/arch.h"
 #include "core/backtracer.h"
 #include "core/call_stack.h"
 #include "core/dwarf_params.h"
 #include "core/elf_image.h"
 #include "core/fast_return.h"
 #include "core/module_map.h"
-#include "core/remote_addr.h"
+#include "common/remote_addr.h"
 #include "core/remote_memory.h"
 #include "core/ssol_area.h"
 #include "core/symbol_policy.h"

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "core/tracer.h"
-#include "arch/calling_convention.h"
+#include "core/register_signature.h"
 #include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
