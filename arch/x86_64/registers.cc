@@ -1,31 +1,12 @@
 #include <fmt/format.h>
 
+#include "arch/arch.h"
 #include "arch/registers.h"
 
-#include "arch/arch.h"
-
 namespace ft {
-
-uint64_t Registers::ip() const { return raw.rip; }
-void Registers::set_ip(uint64_t v) { raw.rip = v; }
-uint64_t Registers::sp() const { return raw.rsp; }
-void Registers::set_sp(uint64_t v) { raw.rsp = v; }
-uint64_t Registers::ret() const { return raw.rax; }
-void Registers::set_no_restart() { raw.orig_rax = static_cast<unsigned long long>(-1); }
-
-uint64_t Registers::arg(unsigned i) const {
-  switch (i) {
-    case 0: return raw.rdi;
-    case 1: return raw.rsi;
-    case 2: return raw.rdx;
-    case 3: return raw.rcx;
-    case 4: return raw.r8;
-    case 5: return raw.r9;
-    default: return 0;
-  }
-}
-
 namespace {
+
+const arch::Traits& x86_64() { return arch::traits(arch::Arch::X86_64); }
 
 // The field of a DWARF-numbered register (psABI figure 3.36), nullptr if none.
 template <typename Regs>
@@ -54,6 +35,18 @@ auto field(Regs& r, int reg) -> decltype(&r.rax) {
 }
 
 }  // namespace
+
+uint64_t Registers::ip() const { return raw.rip; }
+void Registers::set_ip(uint64_t v) { raw.rip = v; }
+uint64_t Registers::sp() const { return raw.rsp; }
+void Registers::set_sp(uint64_t v) { raw.rsp = v; }
+uint64_t Registers::ret() const { return get(x86_64().call.ret); }
+void Registers::set_no_restart() { set(x86_64().syscall.restart, x86_64().syscall.no_restart); }
+
+uint64_t Registers::arg(unsigned i) const {
+  const auto& args = x86_64().call.args;
+  return i < args.size() ? get(args[i]) : 0;
+}
 
 uint64_t Registers::get(int reg) const {
   const auto* f = field(raw, reg);
