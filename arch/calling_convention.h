@@ -1,33 +1,72 @@
-// Which integer argument registers hold which DWARF parameter, and how the return
+// Which argument registers hold which parameter of a function, and how its return
 // value comes back: the platform C calling convention, so calltrace can show each
-// register as what it is.
+// register as what it is. The types are the architecture's own view of a parameter
+// (its kind and size); core maps the DWARF description to them and the result to the
+// plugin API's kinds (core/register_signature.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
-
-#include "core/dwarf_params.h"
-#include "functracer/plugin.h"
 
 namespace ft::arch {
 
-struct RegisterArg {
-  ft_param_kind kind = FT_PARAM_INTEGER;
-  uint8_t size = 8;
-  int8_t reg = 0;  // integer argument register 0..5, or FT_REG_FP0 + n for floating-point register n
+enum class ValueKind : uint8_t {
+  Unsigned,  // integers, unsigned or of unknown sign
+  Signed,
+  Pointer,
+  String,    // a pointer to char
+  Float,     // float, double
+  Other,     // aggregates and anything else DWARF describes
+  Void,      // return type only
 };
 
-struct RegisterSignature {
-  std::vector<RegisterArg> args;  // parameters in declaration order, while their register is known
-  int ret_kind = -1;              // ft_param_kind, -1 when unknown
+struct ValueType {
+  ValueKind kind = ValueKind::Unsigned;
+  int size = -1;  // bytes; -1: unknown
+};
+
+struct FunctionType {
+  std::vector<ValueType> params;        // in declaration order
+  ValueType ret{ValueKind::Void, 0};
+};
+
+// Register numbering of ArgLocation::reg: integer argument register n (0-based, in the
+// convention's order) is n; floating-point argument register n is kFpArgRegister0 + n.
+inline constexpr int kFpArgRegister0 = 8;
+inline constexpr int kIntArgRegisters = 6;  // integer argument registers functracer reads
+
+struct ArgLocation {
+  ValueKind kind = ValueKind::Unsigned;
+  uint8_t size = 8;  // bytes of the register that hold the value (1..8)
+  int8_t reg = 0;
+};
+
+struct ArgRegisters {
+  std::vector<ArgLocation> args;  // parameters in declaration order, while their register is known
+  std::optional<ValueKind> ret;   // nullopt: unknown (an aggregate returned in registers)
   unsigned ret_size = 8;
 };
 
 // x86-64 System V: integers and pointers take rdi, rsi, rdx, rcx, r8, r9 in order;
-// float/double take xmm0..xmm7 in order; a struct returned in memory passes its
-// address in rdi first. Structs passed by value may take one or two integer
-// registers or none (their classification needs their layout), so the list stops at
-// the first one, and at the first parameter passed on the stack.
-RegisterSignature register_signature_x86_64(const Signature& sig);
+// float/double take xmm0..xmm7 in order; a struct returned in memory (larger than two
+// eightbytes) passes its address in rdi first. Structs passed by value may take one or
+// two integer registers or none (their classification needs their layout), so the
+// list stops at the first one, and at the first parameter passed on the stack.
+ArgRegisters arg_registers_x86_64(const FunctionType& fn);
+
+// AArch64 AAPCS64: integers and pointers take x0..x7 (functracer reads x0..x5), float
+// and double v0..v7; a struct returned in memory passes its address in x8, which is
+// not an argument register, so the arguments start at x0 all the same. Structs passed
+// by value stop the list as on x86-64.
+ArgRegisters arg_registers_aarch64(const FunctionType& fn);
+
+// What both conventions share, for arch/<arch>/calling_convention.cc: parameters in
+// order, integer-class ones in the integer registers, float/double in fp_registers
+// floating-point registers; an aggregate result larger than 16 bytes is returned in
+// memory at an address the caller passes either in the first integer argument
+// register (and gets back in the return register) or in a register of its own.
+enum class MemoryReturn : uint8_t { FirstArgument, OwnRegister };
+ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return, int fp_registers);
 
 }  // namespace ft::arch

@@ -25,8 +25,6 @@
 
 namespace ft::arch {
 
-enum class Arch { X86_64, AArch64 };
-
 // Effect of an emulated instruction. Addresses are absolute tracee addresses.
 struct Emulation {
   enum class Kind {
@@ -76,10 +74,5 @@ inline constexpr size_t kMaxInsnBytes = 16;
 // end) for execution from slot_addr.
 Relocation relocate_x86_64(std::span<const uint8_t> code, uint64_t insn_addr, uint64_t slot_addr);
 Relocation relocate_aarch64(std::span<const uint8_t> code, uint64_t insn_addr, uint64_t slot_addr);
-
-// The breakpoint instruction's bytes and how far ip has advanced when the stop is
-// reported (x86-64 int3: ip = bp + 1; AArch64 brk: ip = bp).
-std::span<const uint8_t> breakpoint_bytes(Arch arch);
-unsigned breakpoint_ip_advance(Arch arch);
 
 }  // namespace ft::arch

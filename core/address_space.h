@@ -28,7 +28,7 @@
 #include "core/elf_image.h"
 #include "core/fast_return.h"
 #include "core/module_map.h"
-#include "core/remote_addr.h"
+#include "common/remote_addr.h"
 #include "core/ssol_area.h"
 #include "functracer/plugin.h"
 

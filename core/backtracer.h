@@ -28,7 +28,7 @@
 #include <span>
 #include <vector>
 
-#include "core/registers.h"
+#include "arch/registers.h"
 
 namespace ft {
 

@@ -8,8 +8,8 @@
 
 #include "arch/relocation.h"
 #include "common/result.h"
-#include "core/registers.h"
-#include "core/remote_addr.h"
+#include "arch/registers.h"
+#include "common/remote_addr.h"
 #include "core/remote_memory.h"
 #include "core/symbol_policy.h"
 

@@ -1,14 +1,14 @@
 // ElfImage: symbols, PLT stubs, program headers and notes of an ELF file, read with
 // libelf. See elf_image.h for what is promised.
 //
-// PLT stubs are found by decoding them: each x86-64 stub is an indirect `jmp *GOT(%rip)`
-// (possibly after endbr64 / bnd), each AArch64 stub an `adrp x16; ldr x17, [x16, #off]`
-// pair. The GOT slot the stub jumps through is matched against the JUMP_SLOT, GLOB_DAT
+// PLT stubs are found by decoding them with the decoder of the file's architecture
+// (arch/plt.h: x86-64 `jmp *GOT(%rip)`, AArch64 `adrp x16; ldr x17, [x16, #off]`).
+// The GOT slot the stub jumps through is matched against the JUMP_SLOT, GLOB_DAT
 // and IRELATIVE relocations, which name the target. This handles .plt, .plt.sec,
 // .plt.bnd and .plt.got, PLTs without a PLT0 header (static executables) and IRELATIVE
 // slots that sit between the JUMP_SLOT ones. Only when nothing can be decoded (section
-// contents absent, unknown stub layout) are .rela.plt entries mapped to 16-byte stubs in
-// relocation order.
+// contents absent, unknown stub layout) are .rela.plt entries mapped to fixed-size stubs
+// in relocation order.
 #include "core/elf_image.h"
 
 #include <elf.h>
@@ -29,15 +29,12 @@
 #include <unordered_map>
 #include <utility>
 
+#include "arch/arch.h"
+
 namespace ft {
 namespace {
 
 constexpr uint16_t kVersymHidden = 0x8000;  // .gnu.version: not the default version
-
-// AArch64 relocation types, in case an old <elf.h> lacks them.
-constexpr uint32_t kAarch64GlobDat = 1025;
-constexpr uint32_t kAarch64JumpSlot = 1026;
-constexpr uint32_t kAarch64Irelative = 1032;
 
 class UniqueFd {
  public:
@@ -122,53 +119,6 @@ struct Stub {
   const Slot* slot = nullptr;
 };
 
-// x86-64: every `jmp *disp32(%rip)` (ff 25) whose target is a known GOT slot starts a
-// stub, together with an immediately preceding bnd / notrack prefix and endbr64.
-void decode_x86_64_stubs(const unsigned char* b, size_t n, uint64_t base, const SlotMap& slots,
-                         std::vector<Stub>& out) {
-  static const unsigned char kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-  for (size_t i = 0; i + 6 <= n;) {
-    if (b[i] == 0xff && b[i + 1] == 0x25) {
-      auto disp = static_cast<int32_t>(load32(b + i + 2, false));
-      uint64_t target = base + i + 6 + static_cast<uint64_t>(static_cast<int64_t>(disp));
-      auto it = slots.find(target);
-      if (it != slots.end()) {
-        size_t start = i;
-        if (start >= 1 && (b[start - 1] == 0xf2 || b[start - 1] == 0x3e)) --start;
-        if (start >= 4 && std::memcmp(b + start - 4, kEndbr64, 4) == 0) start -= 4;
-        if (start % 8 == 0) {
-          out.push_back(Stub{base + start, &it->second});
-          i += 6;
-          continue;
-        }
-      }
-    }
-    ++i;
-  }
-}
-
-// AArch64: `adrp x16, page; ldr x17, [x16, #off]` loads the GOT slot; a preceding
-// `bti c` belongs to the stub.
-void decode_aarch64_stubs(const unsigned char* b, size_t n, uint64_t base, const SlotMap& slots,
-                          std::vector<Stub>& out) {
-  constexpr uint32_t kBtiC = 0xd503245f;
-  for (size_t i = 0; i + 8 <= n; i += 4) {
-    uint32_t adrp = load32(b + i, false);
-    uint32_t ldr = load32(b + i + 4, false);
-    if ((adrp & 0x9f00001fu) != 0x90000010u) continue;  // adrp x16, ...
-    if ((ldr & 0xffc003ffu) != 0xf9400211u) continue;   // ldr x17, [x16, #imm12 * 8]
-    uint64_t imm = ((adrp >> 29) & 3u) | (((adrp >> 5) & 0x7ffffu) << 2);
-    if (imm & (1u << 20)) imm |= ~uint64_t{0} << 21;  // sign-extend 21 bits
-    uint64_t page = ((base + i) & ~uint64_t{0xfff}) + (imm << 12);
-    uint64_t target = page + ((ldr >> 10) & 0xfffu) * 8;
-    auto it = slots.find(target);
-    if (it == slots.end()) continue;
-    size_t start = i;
-    if (start >= 4 && load32(b + start - 4, false) == kBtiC) start -= 4;
-    out.push_back(Stub{base + start, &it->second});
-  }
-}
-
 class Loader {
  public:
   Loader(const std::string& path, Elf* elf, uint64_t file_size)
@@ -228,6 +178,7 @@ class Loader {
   std::vector<Section> sections_;
   std::vector<GElf_Phdr> note_segments_;
   bool has_dynamic_ = false;
+  const arch::Traits* arch_ = nullptr;  // load_plt(): the architecture of e_machine
 };
 
 Status Loader::load() {
@@ -430,16 +381,7 @@ Status Loader::read_symbol_table(const Section& sec, bool dynamic) {
 // Records the GOT slots named by one RELA section's relocations.
 Status Loader::read_slots(const Section& rela, bool is_rela_plt, SlotMap& slots,
                           std::vector<Slot>& plt_order) {
-  uint32_t jump_slot = 0, glob_dat = 0, irelative = 0;
-  if (machine == EM_X86_64) {
-    jump_slot = R_X86_64_JUMP_SLOT;
-    glob_dat = R_X86_64_GLOB_DAT;
-    irelative = R_X86_64_IRELATIVE;
-  } else {
-    jump_slot = kAarch64JumpSlot;
-    glob_dat = kAarch64GlobDat;
-    irelative = kAarch64Irelative;
-  }
+  const auto [jump_slot, glob_dat, irelative] = arch_->plt_relocations;
   if (rela.shdr.sh_size == 0) return {};
   Elf_Data* data = elf_getdata(rela.scn, nullptr);
   if (data == nullptr) {
@@ -486,7 +428,8 @@ Status Loader::read_slots(const Section& rela, bool is_rela_plt, SlotMap& slots,
 }
 
 Status Loader::load_plt() {
-  if (machine != EM_X86_64 && machine != EM_AARCH64) return {};
+  arch_ = arch::traits_for_machine(machine);
+  if (arch_ == nullptr) return {};
   std::vector<const Section*> stub_sections;
   bool have_plt_got = false;
   for (const Section& s : sections_) {
@@ -514,21 +457,21 @@ Status Loader::load_plt() {
   // Decode the stubs; each section's stubs get the distance to the next one as size.
   std::vector<Stub> stubs;
   size_t lazy_stubs = 0;  // decoded outside .plt.got
+  std::vector<arch::PltStub> decoded;
+  auto is_slot = [&slots](uint64_t addr) { return slots.count(addr) != 0; };
   for (const Section* sec : stub_sections) {
     if (sec->shdr.sh_type != SHT_PROGBITS || sec->shdr.sh_size == 0) continue;
     Elf_Data* data = elf_getdata(sec->scn, nullptr);
     if (data == nullptr || data->d_buf == nullptr) continue;
-    const auto* bytes = static_cast<const unsigned char*>(data->d_buf);
-    size_t before = stubs.size();
-    if (machine == EM_X86_64)
-      decode_x86_64_stubs(bytes, data->d_size, sec->shdr.sh_addr, slots, stubs);
-    else
-      decode_aarch64_stubs(bytes, data->d_size, sec->shdr.sh_addr, slots, stubs);
-    if (std::string_view(sec->name) != ".plt.got") lazy_stubs += stubs.size() - before;
+    decoded.clear();
+    arch_->decode_plt({static_cast<const uint8_t*>(data->d_buf), data->d_size}, sec->shdr.sh_addr, is_slot,
+                      decoded);
+    for (const arch::PltStub& d : decoded) stubs.push_back(Stub{d.addr, &slots.at(d.got_slot)});
+    if (std::string_view(sec->name) != ".plt.got") lazy_stubs += decoded.size();
   }
 
-  // No .rela.plt stub decodable: fall back to .rela.plt order over 16-byte stubs after
-  // the PLT0 header (dynamically linked files only: static ones order their slots
+  // No .rela.plt stub decodable: fall back to .rela.plt order over fixed-size stubs
+  // after the PLT0 header (dynamically linked files only: static ones order their slots
   // differently). Wrong when IRELATIVE slots sit between JUMP_SLOT ones.
   if (lazy_stubs == 0 && !plt_order.empty() && has_dynamic_) {
     const Section* sec = section_named(".plt.sec");
@@ -536,12 +479,13 @@ Status Loader::load_plt() {
     uint64_t header = 0;
     if (sec == nullptr) {
       sec = section_named(".plt");
-      header = machine == EM_AARCH64 ? 32 : 16;
+      header = arch_->plt_header_size;
     }
     if (sec != nullptr) {
+      const uint64_t entry = arch_->plt_entry_size;
       for (size_t i = 0; i < plt_order.size(); ++i) {
-        uint64_t off = header + 16 * i;
-        if (off + 16 > sec->shdr.sh_size) break;
+        uint64_t off = header + entry * i;
+        if (off + entry > sec->shdr.sh_size) break;
         stubs.push_back(Stub{sec->shdr.sh_addr + off, &plt_order[i]});
       }
     }
@@ -572,9 +516,8 @@ Status Loader::load_plt() {
     }
   }
 
-  // Stub sizes: up to the next stub or the section end, at most one entry (x86-64: 16
-  // bytes; AArch64 entries are 16 bytes, 24 with BTI).
-  const uint64_t max_stub = machine == EM_AARCH64 ? 24 : 16;
+  // Stub sizes: up to the next stub or the section end, at most one entry.
+  const uint64_t max_stub = arch_->plt_max_stub_size;
   std::vector<Candidate> plt;
   plt.reserve(stubs.size());
   for (size_t i = 0; i < stubs.size(); ++i) {

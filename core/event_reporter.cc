@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "arch/arch.h"
 #include "common/clock.h"
 
 namespace ft {
@@ -76,7 +77,7 @@ Status EventReporter::open_trace(Process& p) {
   r.tid = p.pid();
   r.ts_ns = monotonic_ns();
   r.add("format", static_cast<int64_t>(kTraceFormatVersion));
-  r.add("arch", std::string("x86_64"));
+  r.add("arch", std::string(arch::host().name));
   r.add("pid", static_cast<int64_t>(p.pid()));
   r.add("exe", p.exe);
   r.add("cmdline", p.cmdline);

@@ -19,7 +19,7 @@
 #include "core/plugin_host.h"
 #include "core/process.h"
 #include "core/process_table.h"
-#include "core/registers.h"
+#include "arch/registers.h"
 
 namespace ft {
 

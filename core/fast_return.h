@@ -23,7 +23,10 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+
+#include "arch/return_stub.h"
 
 namespace ft::fastret {
 
@@ -47,12 +50,18 @@ struct Record {
   uint64_t unused[2];
 };
 static_assert(sizeof(Record) == kRecordSize);
+// The stub's code (arch/return_stub.h) writes the fields at these offsets.
+static_assert(kRecordSize == arch::kReturnRecordSize && offsetof(Record, slot) == arch::kReturnRecordSlot &&
+              offsetof(Record, real_ret) == arch::kReturnRecordRealRet && offsetof(Record, rax) == arch::kReturnRecordRet &&
+              offsetof(Record, rdx) == arch::kReturnRecordRet2 && offsetof(Record, xmm0) == arch::kReturnRecordFpRet &&
+              offsetof(Record, tsc) == arch::kReturnRecordClock);
 
 constexpr uint64_t top_offset(uint64_t k) { return kTopsOffset + 8 * k; }
 constexpr uint64_t block_offset(uint64_t k) { return kBlocksOffset + kBlockSize * k; }
 
 // The stub of block k (tops and block at the given addresses); it takes
-// kStubSize bytes. The int3 of its slow path is at kSlowTrapOffset.
+// kStubSize bytes. The int3 of its slow path is at kSlowTrapOffset. The code is the
+// x86-64 one of arch/return_stub.h, which has these dimensions.
 constexpr uint64_t kStubSize = 112;
 constexpr uint64_t kSlowTrapOffset = 0x6f;
 std::array<uint8_t, kStubSize> stub_code(uint64_t top_addr, uint64_t block_addr);

@@ -6,13 +6,11 @@
 
 #include <cstdlib>
 
+#include "arch/arch.h"
 #include "core/elf_image.h"
 
 namespace ft {
 namespace {
-
-// DWARF register numbers of the x86-64 psABI.
-constexpr int kDwarfRbp = 6, kDwarfRsp = 7;
 
 struct FreeFrame {
   void operator()(Dwarf_Frame* f) const { std::free(f); }
@@ -34,8 +32,8 @@ bool cfa_rule(Dwarf_Frame* frame, FrameRule& r) {
   } else {
     return false;
   }
-  if (reg == kDwarfRsp) r.cfa_base = FrameRule::Base::Sp;
-  else if (reg == kDwarfRbp) r.cfa_base = FrameRule::Base::Bp;
+  if (reg == arch::host().stack_pointer) r.cfa_base = FrameRule::Base::Sp;
+  else if (reg == arch::host().frame_pointer) r.cfa_base = FrameRule::Base::Bp;
   else return false;
   r.cfa_off = off;
   return true;
@@ -108,11 +106,11 @@ std::optional<FrameRule> ModuleCfi::rule_at(uint64_t pc) const {
   if (!cfa_rule(frame.get(), r)) return std::nullopt;
   if (!register_rule(frame.get(), ra_reg, r.ra, r.ra_off)) return std::nullopt;
   if (r.ra == FrameRule::Saved::Same || r.ra == FrameRule::Saved::IsCfa) return std::nullopt;
-  if (!register_rule(frame.get(), kDwarfRbp, r.bp, r.bp_off)) return std::nullopt;
+  if (!register_rule(frame.get(), arch::host().frame_pointer, r.bp, r.bp_off)) return std::nullopt;
   // Where the caller's rsp is not simply the CFA, leave the frame to libunwind.
   FrameRule::Saved sp_how;
   int64_t sp_off = 0;
-  if (!register_rule(frame.get(), kDwarfRsp, sp_how, sp_off)) return std::nullopt;
+  if (!register_rule(frame.get(), arch::host().stack_pointer, sp_how, sp_off)) return std::nullopt;
   if (!(sp_how == FrameRule::Saved::Same || (sp_how == FrameRule::Saved::IsCfa && sp_off == 0))) return std::nullopt;
   return r;
 }

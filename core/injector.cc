@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "arch/arch.h"
 #include "core/ptrace.h"
 #include "core/tracee_guards.h"
 #include "core/wait_status.h"
@@ -12,16 +13,16 @@ namespace ft {
 
 Result<uint64_t> Injector::syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
                                    std::initializer_list<uint64_t> args) {
+  const arch::SyscallConvention& sc = arch::host().syscall;
   Registers r = saved;
-  r.raw.rax = static_cast<unsigned long long>(nr);
-  unsigned long long* slots[] = {&r.raw.rdi, &r.raw.rsi, &r.raw.rdx, &r.raw.r10, &r.raw.r8, &r.raw.r9};
+  r.set(sc.number, static_cast<uint64_t>(nr));
   size_t i = 0;
-  for (uint64_t a : args) *slots[i++] = a;
+  for (uint64_t a : args) r.set(sc.args[i++], a);
   r.set_ip(stub.value());
   r.set_no_restart();
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
-  auto after = run_to_trap(t, stub + 3);
+  auto after = run_to_trap(t, arch::host().pc_after_syscall_stub(stub));
   if (!after) return after.error();
   if (auto s = guard.restore(); !s) return s.error();
   return after->ret();
@@ -32,18 +33,24 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
   if (p.space.areas.empty()) return Error::msg("no out-of-line area");
   // Below the red zone of whatever the thread was running, 16-byte aligned at the
   // call, returning onto an int3 of the area.
+  const arch::Traits& host = arch::host();
+  const arch::CallConvention& cc = host.call;
   RemoteAddr ret = p.space.areas.front()->call_return();
-  uint64_t sp = ((saved.sp() - 256) & ~uint64_t{15}) - 8;
-  if (auto s = p.mem().write_u64(RemoteAddr(sp), ret.value()); !s) return s.error();
+  uint64_t sp = cc.call_sp(saved.sp());
   Registers r = saved;
+  if (cc.return_address == arch::CallConvention::ReturnAddress::Pushed) {
+    if (auto s = p.mem().write_u64(RemoteAddr(sp), ret.value()); !s) return s.error();
+  } else {
+    r.set(cc.link, ret.value());
+  }
   r.set_sp(sp);
   r.set_ip(fn.value());
-  r.raw.rdi = arg;
-  r.raw.rax = 0;
+  r.set(cc.args[0], arg);
+  if (cc.zero != arch::kNoReg) r.set(cc.zero, 0);
   r.set_no_restart();  // a thread stopped in a system call must not restart it here
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
-  auto after = run_to_trap(t, ret + arch::breakpoint_ip_advance(arch::Arch::X86_64));
+  auto after = run_to_trap(t, host.pc_after_trap(ret));
   if (!after) return after.error();
   if (auto s = guard.restore(); !s) return s.error();
   return after->ret();
@@ -52,12 +59,11 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
 Status Injector::settle_after_exec(Thread& t, Registers& regs) {
   Process& p = *t.process;
   RemoteAddr ip(regs.ip());
-  static constexpr uint8_t kInt3 = 0xcc;
   Result<Registers> after = Error::msg("");
   {
-    auto patch = CodePatch::apply(p.mem(), ip, {&kInt3, 1});
+    auto patch = CodePatch::apply(p.mem(), ip, arch::host().trap);
     if (!patch) return patch.error();
-    after = run_to_trap(t, ip + 1);
+    after = run_to_trap(t, arch::host().pc_after_trap(ip));
   }
   if (!after) return after.error();
   regs = *after;
@@ -82,7 +88,7 @@ Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
       // A breakpoint in code functracer runs (a function it calls): step over it,
       // unreported.
       Process& p = *t.process;
-      auto bp = p.space.breakpoints.find(now->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+      auto bp = p.space.breakpoints.find(arch::host().trap_address(RemoteAddr(now->ip())).value());
       if (bp != p.space.breakpoints.end() && !p.space.is_trampoline(bp->second.addr)) {
         if (auto s = apply_relocation(p.mem(), bp->second, *now); !s) return s.error();
         if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();

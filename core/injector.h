@@ -20,8 +20,8 @@
 
 #include "common/result.h"
 #include "core/process.h"
-#include "core/registers.h"
-#include "core/remote_addr.h"
+#include "arch/registers.h"
+#include "common/remote_addr.h"
 #include "core/stop_queue.h"
 
 namespace ft {

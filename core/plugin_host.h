@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/process.h"
-#include "core/registers.h"
+#include "arch/registers.h"
 #include "common/result.h"
 #include "functracer/plugin.h"
 

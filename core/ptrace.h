@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "core/registers.h"
+#include "arch/registers.h"
 #include "common/result.h"
 
 namespace ft::ptrace {

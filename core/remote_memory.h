@@ -12,7 +12,7 @@
 #include <span>
 #include <string>
 
-#include "core/remote_addr.h"
+#include "common/remote_addr.h"
 #include "common/result.h"
 
 namespace ft {

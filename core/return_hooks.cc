@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "arch/arch.h"
 #include "common/clock.h"
 #include "core/log.h"
 
@@ -246,8 +247,8 @@ void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
     if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
     if (!r.found) continue;
     Registers regs;
-    regs.raw.rax = e.r.rax;
-    regs.raw.rdx = e.r.rdx;
+    regs.set(arch::host().call.ret, e.r.rax);
+    regs.set(arch::host().call.ret2, e.r.rdx);
     regs.set_sp(e.r.slot + 8);
     regs.set_ip(r.real_ret);
     ++stats_.fast_returns;

@@ -16,12 +16,13 @@
 #include <optional>
 #include <vector>
 
+#include "arch/arch.h"
 #include "core/call_stack.h"
 #include "core/event_reporter.h"
 #include "core/fast_return.h"
 #include "core/injector.h"
 #include "core/process.h"
-#include "core/registers.h"
+#include "arch/registers.h"
 
 namespace ft {
 
@@ -42,7 +43,7 @@ class ReturnHooks {
 
   // Whether returns of process p may be handled in the process.
   bool fast_allowed(const Process& p) const {
-    return fast_returns_ && !p.silent && !p.reports_to && !p.space.fast_unavailable;
+    return fast_returns_ && arch::host().return_stub && !p.silent && !p.reports_to && !p.space.fast_unavailable;
   }
   // Hooks the return at [slot] with the thread's stub and records it; false when it
   // cannot (the caller uses the trampoline).

@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "core/remote_addr.h"
+#include "common/remote_addr.h"
 
 namespace ft {
 

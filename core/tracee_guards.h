@@ -23,7 +23,7 @@
 
 #include "common/result.h"
 #include "core/ptrace.h"
-#include "core/registers.h"
+#include "arch/registers.h"
 #include "core/remote_memory.h"
 
 namespace ft {

@@ -3,6 +3,7 @@
 // Launch, calls/returns and the address space are in tracer_launch.cc,
 // tracer_calls.cc and tracer_address_space.cc.
 #include "core/tracer.h"
+#include "arch/arch.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -70,7 +71,7 @@ void Tracer::on_engine_fault(int sig, void* addr) {
       for (auto& [tid, th] : p->threads()) {
         if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
         if (auto regs = ptrace::get_regs(tid)) {
-          uint64_t at = regs->ip() - 1;
+          uint64_t at = arch::host().trap_address(RemoteAddr(regs->ip())).value();
           bool hook = p->space.is_trampoline(RemoteAddr(at)) || p->space.fast_slow_stop(RemoteAddr(at)) >= 0;
           if (p->space.breakpoints.count(at) || hook) {
             // On the original instruction again; a return through the trampoline
@@ -457,7 +458,7 @@ void Tracer::handle_sigtrap(Thread& t) {
   auto regs = ptrace::get_regs(t.tid);
   returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : 0);
   if (!regs) return;  // vanished; its exit status follows
-  RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+  RemoteAddr at = arch::host().trap_address(RemoteAddr(regs->ip()));
   if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
     on_return(t, *regs);
     return;

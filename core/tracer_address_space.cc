@@ -12,7 +12,8 @@
 #include <optional>
 
 #include "core/tracer.h"
-#include "arch/calling_convention.h"
+#include "arch/arch.h"
+#include "core/register_signature.h"
 #include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
@@ -39,10 +40,9 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   // run there (right after exec, or with every thread stopped at attach).
   RemoteAddr stub;
   std::optional<CodePatch> temp;
-  static constexpr uint8_t kStub[3] = {0x0f, 0x05, 0xcc};  // syscall; int3
   if (p.space.areas.empty()) {
     stub = p.space.scratch.null() ? RemoteAddr(regs.ip()) : p.space.scratch;
-    auto patch = CodePatch::apply(p.mem(), stub, kStub);
+    auto patch = CodePatch::apply(p.mem(), stub, arch::host().syscall.stub);
     if (!patch) return nullptr;
     temp.emplace(std::move(*patch));
   } else {
@@ -62,10 +62,8 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
     return nullptr;
   }
   auto area = std::make_unique<SsolArea>(RemoteAddr(*rc));
-  static constexpr uint8_t kHeader[SsolArea::kSyscallOffset + 3] = {
-      0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
-      0x0f, 0x05, 0xcc};
-  if (auto s = p.mem().write(area->base(), kHeader); !s) {
+  auto header = arch::host().area_header(SsolArea::kSyscallOffset);
+  if (auto s = p.mem().write(area->base(), header); !s) {
     log::warn("{}", s.error().message);
     return nullptr;
   }
@@ -159,8 +157,8 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     return;
   }
   std::shared_ptr<const ElfImage> img(std::move(*elf));
-  if (img->machine() != EM_X86_64) {
-    if (is_main) log::warn("{} is not an x86-64 program: process {} runs untraced", mm.path, p.pid());
+  if (img->machine() != arch::host().elf_machine) {
+    if (is_main) log::warn("{} is not an {} program: process {} runs untraced", mm.path, arch::host().title, p.pid());
     p.space.modules.push_back(std::move(m));
     return;
   }
@@ -216,7 +214,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
       }
       if (m.dwarf)
         if (auto sig = m.dwarf->signature(sym.value)) {
-          arch::RegisterSignature rs = arch::register_signature_x86_64(*sig);
+          RegisterSignature rs = register_signature(arch::host(), *sig);
           for (const auto& a : rs.args) {
             fi.params.push_back(a.kind);
             fi.param_sizes.push_back(a.size);
@@ -272,7 +270,7 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t a
     log::warn("cannot trace {}: {}", what, got.error().message);
     return nullptr;
   }
-  auto rel = arch::relocate_x86_64({code, *got}, addr, slot.value());
+  auto rel = arch::host().relocate({code, *got}, addr, slot.value());
   if (rel.kind == arch::Relocation::Kind::Refuse) {
     ++stats_.refused;
     log::warn("cannot trace {} at {:#x}: {} ({})", what, addr, rel.reason, rel.text.empty() ? "undecodable" : rel.text);
@@ -288,7 +286,7 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t a
       log::warn("cannot trace {}: {}", what, s.error().message);
       return nullptr;
     }
-  auto bpbytes = arch::breakpoint_bytes(arch::Arch::X86_64);
+  auto bpbytes = arch::host().trap;
   if (auto s = p.mem().write(RemoteAddr(addr), bpbytes); !s) {
     ++stats_.refused;
     log::warn("cannot trace {}: {}", what, s.error().message);

@@ -30,6 +30,7 @@
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/tracer.h"
+#include "arch/arch.h"
 
 namespace ft {
 namespace {
@@ -335,7 +336,7 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
         Process& p = *t->process;
         auto regs = ptrace::get_regs(tid);
         if (!regs) return;
-        RemoteAddr at(regs->ip() - arch::breakpoint_ip_advance(arch::Arch::X86_64));
+        RemoteAddr at = arch::host().trap_address(RemoteAddr(regs->ip()));
         if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
           if (!returns_.finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
@@ -373,10 +374,8 @@ void Tracer::adopt_areas(Process& p, const std::vector<MapsEntry>& maps) {
     uint64_t mark = 0, next = 0;
     std::memcpy(&mark, head + SsolArea::kMarkOffset, 8);
     std::memcpy(&next, head + SsolArea::kMarkOffset + 8, 8);
-    bool ours = mark == SsolArea::kMark && head[SsolArea::kTrampolineOffset] == 0xcc &&
-                head[SsolArea::kCallReturnOffset] == 0xcc && head[SsolArea::kSyscallOffset] == 0x0f &&
-                head[SsolArea::kSyscallOffset + 1] == 0x05 && next >= SsolArea::kFirstSlotOffset &&
-                next <= SsolArea::kSize && next % SsolArea::kSlotSize == 0;
+    bool ours = mark == SsolArea::kMark && arch::host().is_area_header(head, SsolArea::kSyscallOffset) &&
+                next >= SsolArea::kFirstSlotOffset && next <= SsolArea::kSize && next % SsolArea::kSlotSize == 0;
     if (!ours) continue;
     // Slots below `next` may still be run by a thread; new ones go after them. The
     // mark is cleared while this functracer uses the area.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tracer.h"
+#include "arch/arch.h"
 #include "common/check.h"
 #include "core/log.h"
 #include "core/procfs.h"
@@ -172,8 +173,8 @@ Result<pid_t> Tracer::spawn() {
     ::close(fd);
     if (n == static_cast<ssize_t>(sizeof h) && h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F') {
       uint16_t machine = static_cast<uint16_t>(h[18] | (h[19] << 8));
-      if (h[5] == 1 /* little endian */ && (machine != 62 /* EM_X86_64 */ || h[4] != 2 /* ELFCLASS64 */))
-        return Error::msg("cannot trace '" + prog + "': not an x86-64 program (ELF class " +
+      if (h[5] == 1 /* little endian */ && (machine != arch::host().elf_machine || h[4] != 2 /* ELFCLASS64 */))
+        return Error::msg("cannot trace '" + prog + "': not an " + std::string(arch::host().title) + " program (ELF class " +
                           std::to_string(h[4] == 2 ? 64 : 32) + ", machine " + std::to_string(machine) + ")");
     }
   }

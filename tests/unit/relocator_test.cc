@@ -67,18 +67,6 @@ void expect_refuse(const Relocation& r, const std::string& reason) {
 }
 
 // ---------------------------------------------------------------------------------
-// Breakpoint constants
-
-TEST(Breakpoint, Bytes) {
-  const auto x = breakpoint_bytes(Arch::X86_64);
-  EXPECT_EQ(Bytes(x.begin(), x.end()), Bytes({0xcc}));
-  EXPECT_EQ(breakpoint_ip_advance(Arch::X86_64), 1u);
-  const auto a = breakpoint_bytes(Arch::AArch64);
-  EXPECT_EQ(Bytes(a.begin(), a.end()), Bytes({0x00, 0x00, 0x20, 0xd4}));
-  EXPECT_EQ(breakpoint_ip_advance(Arch::AArch64), 0u);
-}
-
-// ---------------------------------------------------------------------------------
 // x86-64: RIP-relative operands. With insn 0x401000 and slot 0x500000 the new
 // displacement is old + (0x401000 - 0x500000) = old - 0xff000, and the jump back
 // from slot+len to insn+len is e9 with rel32 = -0xff005 (fb 0f f0 ff).

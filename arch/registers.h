@@ -1,6 +1,9 @@
 // Registers: the general-purpose register set of a stopped thread, as returned by
 // PTRACE_GETREGS (struct user_regs_struct of the host architecture), with
-// arch-neutral accessors. The accessors are implemented in arch/<arch>/registers.cc.
+// arch-neutral accessors. The accessors are implemented in arch/<arch>/registers.cc
+// for the host architecture; the conventions that say which register is which
+// (arch::Traits in arch/arch.h) name registers by DWARF number, which get() and set()
+// take.
 #pragma once
 
 #include <sys/user.h>
@@ -23,6 +26,11 @@ struct Registers {
   uint64_t ret() const;        // integer return value register
   // The syscall number register and "no syscall to restart" marker (orig_rax = -1).
   void set_no_restart();
+  // A register by its DWARF number (or architecture-local number from
+  // arch::kFirstPrivateReg on); a register the set does not hold reads as 0 and is
+  // not written.
+  uint64_t get(int reg) const;
+  void set(int reg, uint64_t v);
   std::string dump() const;    // for internal-error messages
 };
 

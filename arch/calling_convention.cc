@@ -1,0 +1,45 @@
+#include "arch/calling_convention.h"
+
+namespace ft::arch {
+namespace {
+
+// The register-sized view of a value (sizes outside 1..8 read as 8).
+ArgLocation location_of(const ValueType& v) {
+  ArgLocation a;
+  a.kind = v.kind;
+  a.size = static_cast<uint8_t>(v.size > 0 && v.size <= 8 ? v.size : 8);
+  return a;
+}
+
+}  // namespace
+
+ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return, int fp_registers) {
+  ArgRegisters out;
+  out.ret = fn.ret.kind;
+  out.ret_size = location_of(fn.ret).size;
+  if (fn.ret.kind == ValueKind::Other) {
+    // Aggregates: in registers (unknown which), or in memory.
+    out.ret.reset();
+    if (fn.ret.size > 16 && memory_return == MemoryReturn::FirstArgument) {
+      out.args.push_back({ValueKind::Pointer, 8, 0});
+      out.ret = ValueKind::Pointer;
+      out.ret_size = 8;
+    }
+  }
+  int next_int = static_cast<int>(out.args.size()), next_fp = 0;
+  for (const ValueType& p : fn.params) {
+    if (p.kind == ValueKind::Other || p.kind == ValueKind::Void) break;
+    ArgLocation a = location_of(p);
+    if (p.kind == ValueKind::Float) {
+      if (next_fp == fp_registers) break;
+      a.reg = static_cast<int8_t>(kFpArgRegister0 + next_fp++);
+    } else {
+      if (next_int == kIntArgRegisters) break;
+      a.reg = static_cast<int8_t>(next_int++);
+    }
+    out.args.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace ft::arch

@@ -1,0 +1,54 @@
+#include "core/register_signature.h"
+
+namespace ft {
+namespace {
+
+static_assert(arch::kFpArgRegister0 == FT_REG_FP0);
+
+arch::ValueType value_type(const ParamInfo& p) {
+  arch::ValueType v;
+  v.size = p.size;
+  switch (p.kind) {
+    case ParamInfo::Kind::Integer: v.kind = p.is_signed ? arch::ValueKind::Signed : arch::ValueKind::Unsigned; break;
+    case ParamInfo::Kind::Pointer: v.kind = arch::ValueKind::Pointer; break;
+    case ParamInfo::Kind::String: v.kind = arch::ValueKind::String; break;
+    case ParamInfo::Kind::Float: v.kind = arch::ValueKind::Float; break;
+    case ParamInfo::Kind::Other: v.kind = arch::ValueKind::Other; break;
+  }
+  return v;
+}
+
+ft_param_kind param_kind(arch::ValueKind k) {
+  switch (k) {
+    case arch::ValueKind::Unsigned: return FT_PARAM_INTEGER;
+    case arch::ValueKind::Signed: return FT_PARAM_SIGNED;
+    case arch::ValueKind::Pointer: return FT_PARAM_POINTER;
+    case arch::ValueKind::String: return FT_PARAM_STRING;
+    case arch::ValueKind::Float: return FT_PARAM_FLOAT;
+    case arch::ValueKind::Other: return FT_PARAM_OTHER;
+    case arch::ValueKind::Void: return FT_PARAM_VOID;
+  }
+  return FT_PARAM_OTHER;
+}
+
+}  // namespace
+
+arch::FunctionType function_type(const Signature& sig) {
+  arch::FunctionType fn;
+  fn.params.reserve(sig.params.size());
+  for (const ParamInfo& p : sig.params) fn.params.push_back(value_type(p));
+  if (!sig.returns_void) fn.ret = value_type(sig.ret);
+  return fn;
+}
+
+RegisterSignature register_signature(const arch::Traits& arch, const Signature& sig) {
+  arch::ArgRegisters regs = arch.arg_registers(function_type(sig));
+  RegisterSignature out;
+  out.args.reserve(regs.args.size());
+  for (const arch::ArgLocation& a : regs.args) out.args.push_back({param_kind(a.kind), a.size, a.reg});
+  out.ret_kind = regs.ret ? static_cast<int>(param_kind(*regs.ret)) : -1;
+  out.ret_size = regs.ret_size;
+  return out;
+}
+
+}  // namespace ft
