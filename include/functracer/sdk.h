@@ -44,39 +44,30 @@ class RecordBuilder {
   static constexpr size_t kMaxFields = 16;
 
   RecordBuilder& str(const char* key, const char* s) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_STRING;
-    f.s = s;
-    return push(f);
+    if (ft_field* f = add(key, FT_FIELD_STRING)) f->s = s;
+    return *this;
   }
   RecordBuilder& str(const char* key, std::string_view s) {
+    if (n_ == kMaxFields) return *this;
     std::string& copy = strings_[n_];
     copy.assign(s.data(), s.size());
     return str(key, copy.c_str());
   }
   RecordBuilder& str(const char* key, const std::string& s) { return str(key, s.c_str()); }
   RecordBuilder& integer(const char* key, int64_t v) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_INT;
-    f.i = v;
-    return push(f);
+    if (ft_field* f = add(key, FT_FIELD_INT)) f->i = v;
+    return *this;
   }
   RecordBuilder& hex(const char* key, uint64_t v) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_HEX;
-    f.u = v;
-    return push(f);
+    if (ft_field* f = add(key, FT_FIELD_HEX)) f->u = v;
+    return *this;
   }
   RecordBuilder& list(const char* key, const uint64_t* values, size_t n) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_HEX_LIST;
-    f.list = values;
-    f.list_len = n;
-    return push(f);
+    if (ft_field* f = add(key, FT_FIELD_HEX_LIST)) {
+      f->list = values;
+      f->list_len = n;
+    }
+    return *this;
   }
 
   // Writes the fields of a typed view (schema.h).
@@ -92,9 +83,14 @@ class RecordBuilder {
   void write(const ft_host_api* host, ft_ctx* ctx, const char* type) const { host->record(ctx, type, fields_, n_); }
 
  private:
-  RecordBuilder& push(const ft_field& f) {
-    if (n_ < kMaxFields) fields_[n_++] = f;  // more would be a plugin bug: dropped
-    return *this;
+  // The next field, or NULL when all are used (more would be a plugin bug: dropped).
+  ft_field* add(const char* key, ft_field_kind kind) {
+    if (n_ == kMaxFields) return nullptr;
+    ft_field& f = fields_[n_++];
+    f = ft_field{};
+    f.key = key;
+    f.kind = kind;
+    return &f;
   }
   ft_field fields_[kMaxFields] = {};
   std::string strings_[kMaxFields];

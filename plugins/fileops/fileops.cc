@@ -23,18 +23,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "functracer/plugin.h"
-#include "functracer/schema.h"
 #include "functracer/sdk.h"
 
 namespace {
+
+const ft_host_api* host = nullptr;
 
 namespace schema = ft::schema;
 namespace key = ft::schema::key;
 using ft::sdk::hex;
 using ft::sdk::quote;
-
-const ft_host_api* host = nullptr;
 
 // What a function does: the tag of each of its names. Aliases (open and open64 in
 // glibc) share one address, and the function is reported under whichever name came

@@ -152,6 +152,14 @@ TEST(Schema, RecordBuilderMatchesTheEnginesWriter) {
   EXPECT_STREQ(b.data()[0].s, "realloc");
 }
 
+TEST(Sdk, RecordBuilderDropsFieldsPastItsCapacity) {
+  sdk::RecordBuilder b;
+  for (size_t i = 0; i < sdk::RecordBuilder::kMaxFields + 2; ++i) b.str("k", std::string_view("v"));
+  b.integer("n", 1).hex("h", 2);
+  EXPECT_EQ(b.size(), sdk::RecordBuilder::kMaxFields);
+  EXPECT_STREQ(b.data()[sdk::RecordBuilder::kMaxFields - 1].s, "v");
+}
+
 TEST(Sdk, QuoteAndHex) {
   EXPECT_EQ(sdk::quote(std::string("a\"\\\n\t\r\x01\x7f\xff", 9)), "\"a\\\"\\\\\\n\\t\\x0d\\x01\\x7f\\xff\"");
   EXPECT_EQ(sdk::hex(0), "0x0");
