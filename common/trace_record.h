@@ -53,6 +53,22 @@ struct TraceRecord {
   const HexList* get_list(std::string_view key) const;
 };
 
+// Fills a record from the typed views of functracer/schema.h (view.write(writer)):
+// the Writer those views expect, on the engine's and the post-processor's side.
+class RecordFieldWriter {
+ public:
+  explicit RecordFieldWriter(TraceRecord& r) : r_(r) {}
+  void str(std::string_view key, std::string_view s) { r_.add(std::string(key), std::string(s)); }
+  void integer(std::string_view key, int64_t v) { r_.add(std::string(key), v); }
+  void hex(std::string_view key, uint64_t v) { r_.add(std::string(key), Hex{v}); }
+  void list(std::string_view key, const uint64_t* v, size_t n) {
+    r_.add(std::string(key), HexList(v, v + n));
+  }
+
+ private:
+  TraceRecord& r_;
+};
+
 // One line, without the trailing newline. The type and every key must match
 // [a-z0-9_]+ (not checked here: this is the writer's hot path).
 std::string format_record(const TraceRecord& r);

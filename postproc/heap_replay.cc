@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "functracer/schema.h"
+
 namespace ft::post {
 
 Status HeapReplay::run(const std::vector<std::string>& traces) {
@@ -15,11 +17,7 @@ Status HeapReplay::run(const std::vector<std::string>& traces) {
 }
 
 void HeapReplay::end_image(ImageEnd how) {
-  // In address order, so that reports do not depend on the hash table's.
-  std::vector<std::pair<uint64_t, Live>> blocks(live_.begin(), live_.end());
-  std::sort(blocks.begin(), blocks.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [address, l] : blocks) observer_.on_live_at_end(block(address, l), how);
+  for (const Heap::Block& b : live_.sorted_blocks()) observer_.on_live_at_end(block(b), how);
   live_.clear();
 }
 
@@ -43,36 +41,32 @@ void HeapReplay::replay(TraceReader& reader) {
     }
     symbolizer_.observe(*r);
     const std::string& type = r->type;
-    if (type == "alloc") {
+    namespace rt = schema::type;
+    if (type == rt::kAlloc) {
       ++heap_records;
       ++events_;
-      auto address = r->get_hex("address");
-      if (!address) continue;
-      Moment when{r->tid, time_ns, r->seq};
-      if (auto it = live_.find(*address); it != live_.end()) {
-        observer_.on_free(block(*address, it->second), when);
-        live_.erase(it);
-      }
-      uint64_t size = static_cast<uint64_t>(std::max<int64_t>(r->get_int("size").value_or(0), 0));
-      if (!filter.accepts(r->tid, size, time_ns, r->seq)) continue;
-      Live l{size, sites_.intern(*r, symbolizer_), r->tid, time_ns, r->seq};
-      live_.emplace(*address, l);
-      observer_.on_alloc(block(*address, l));
-    } else if (type == "free") {
+      auto a = schema::AllocRecord::read(*r);
+      if (!a) continue;
+      // A block still live at the address ends first; the new one is followed only
+      // when the filter accepts it.
+      if (auto old = live_.take(a->address)) observer_.on_free(block(*old), Moment{r->tid, time_ns, r->seq});
+      if (!filter.accepts(r->tid, a->size, time_ns, r->seq)) continue;
+      Origin origin{sites_.intern(*r, symbolizer_), r->tid, time_ns, r->seq};
+      live_.alloc(a->address, a->size, origin);
+      observer_.on_alloc(Block{a->address, a->size, origin.site, origin.tid, origin.time_ns, origin.seq});
+    } else if (type == rt::kFree) {
       ++heap_records;
       ++events_;
-      auto address = r->get_hex("address");
-      if (!address) continue;
-      auto it = live_.find(*address);
-      if (it == live_.end()) continue;
-      observer_.on_free(block(*address, it->second), Moment{r->tid, time_ns, r->seq});
-      live_.erase(it);
-    } else if (type == "alloc_failed" || type == "bad_free" || type == "map" || type == "unmap") {
+      auto f = schema::FreeRecord::read(*r);
+      if (!f) continue;
+      auto released = live_.release(f->address);
+      if (released.block) observer_.on_free(block(*released.block), Moment{r->tid, time_ns, r->seq});
+    } else if (type == rt::kAllocFailed || type == rt::kBadFree || type == rt::kMap || type == rt::kUnmap) {
       ++heap_records;
-    } else if (type == "exec") {
+    } else if (type == rt::kExec) {
       end_image(ImageEnd::kExec);
-    } else if (type == "lost") {
-      lost += static_cast<uint64_t>(std::max<int64_t>(r->get_int("count").value_or(0), 0));
+    } else if (type == rt::kLost) {
+      lost += static_cast<uint64_t>(std::max<int64_t>(r->get_int(schema::key::kCount).value_or(0), 0));
     }
   }
   end_image(stopped ? ImageEnd::kStop : ImageEnd::kEnd);
@@ -85,7 +79,7 @@ void HeapReplay::replay(TraceReader& reader) {
   }
   if (heap_records == 0 && !stopped) {
     const TraceRecord* h = reader.header();
-    const std::string* plugins = h != nullptr ? h->get_str("plugins") : nullptr;
+    const std::string* plugins = h != nullptr ? h->get_str(schema::key::kPlugins) : nullptr;
     if (!header_lists_plugin(h, "memtrace")) {
       diag_.warning(reader.path() + ": traced without memtrace (plugins: " +
                     (plugins != nullptr ? *plugins : std::string("unknown")) +

@@ -2,7 +2,8 @@
 // into block lifetimes, which the heap reports (leaks, peak, temporary, histogram,
 // allocators, diff) observe.
 //
-// Each trace is one process, replayed on its own: an `alloc` makes its block live, a
+// Each trace is one process, replayed on its own through the heap model memtrace
+// follows while tracing (functracer/heap_model.h): an `alloc` makes its block live, a
 // `free` of a live block ends it; a `free` of an address that is not live is ignored
 // (a block from before an attach, or inherited from the parent of a fork), and
 // `alloc_failed`, `bad_free`, `map` and `unmap` are not heap blocks. An `alloc` at an
@@ -19,11 +20,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/result.h"
+#include "functracer/heap_model.h"
 #include "postproc/heap_filter.h"
 #include "postproc/site_table.h"
 #include "postproc/symbolizer.h"
@@ -108,15 +109,16 @@ class HeapReplay {
   void replay(TraceReader& reader);
   void end_image(ImageEnd how);
 
-  struct Live {
-    uint64_t size = 0;
+  // What is kept of a live block besides its address and size.
+  struct Origin {
     SiteId site = 0;
     int64_t tid = 0;
     uint64_t time_ns = 0;
     uint64_t seq = 0;
   };
-  Block block(uint64_t address, const Live& l) const {
-    return Block{address, l.size, l.site, l.tid, l.time_ns, l.seq};
+  using Heap = heap::HeapModel<Origin>;
+  static Block block(const Heap::Block& b) {
+    return Block{b.address, b.size, b.info.site, b.info.tid, b.info.time_ns, b.info.seq};
   }
 
   SiteTable& sites_;
@@ -124,7 +126,7 @@ class HeapReplay {
   HeapObserver& observer_;
   Diagnostics& diag_;
   HeapReplayOptions options_;
-  std::unordered_map<uint64_t, Live> live_;
+  Heap live_;
   uint64_t processes_ = 0;
   uint64_t events_ = 0;
 };

@@ -1,37 +1,19 @@
 #include "postproc/live_heap.h"
 
-#include <algorithm>
+#include "functracer/schema.h"
 
 namespace ft::post {
 
 bool LiveHeap::apply(const TraceRecord& r) {
-  uint64_t before = bytes_;
-  if (r.type == "alloc") {
-    auto address = r.get_hex("address");
-    if (!address) return false;
-    uint64_t size = static_cast<uint64_t>(std::max<int64_t>(r.get_int("size").value_or(0), 0));
-    auto [it, inserted] = live_.try_emplace(*address, size);
-    if (!inserted) {
-      bytes_ -= it->second;
-      it->second = size;
-    }
-    bytes_ += size;
-  } else if (r.type == "free") {
-    auto address = r.get_hex("address");
-    if (!address) return false;
-    auto it = live_.find(*address);
-    if (it == live_.end()) return false;
-    bytes_ -= it->second;
-    live_.erase(it);
-  } else if (r.type == "exec") {
+  uint64_t before = bytes();
+  if (r.type == schema::type::kAlloc) {
+    if (auto a = schema::AllocRecord::read(r)) live_.alloc(a->address, a->size);
+  } else if (r.type == schema::type::kFree) {
+    if (auto f = schema::FreeRecord::read(r)) live_.release(f->address);
+  } else if (r.type == schema::type::kExec) {
     clear();
   }
-  return bytes_ != before;
-}
-
-void LiveHeap::clear() {
-  live_.clear();
-  bytes_ = 0;
+  return bytes() != before;
 }
 
 }  // namespace ft::post

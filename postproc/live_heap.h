@@ -2,8 +2,8 @@
 // (doc/trace-format.md §3.5) arrive one by one, for reports that draw the heap over
 // time (the chrome report's counter track).
 //
-// The rules are HeapReplay's (heap_replay.h), without sites or filters: an `alloc`
-// makes its block live, replacing a live block at the same address (its release was
+// The rules are HeapReplay's (heap_replay.h) and memtrace's, from the one heap model
+// (functracer/heap_model.h), without sites or filters: an `alloc` makes its block live, replacing a live block at the same address (its release was
 // not recorded); a `free` of a live block ends it; a `free` of an address that is not
 // live (from before an attach, or inherited from the parent of a fork) is ignored; at
 // an `exec` the heap starts empty. Other records change nothing.
@@ -12,9 +12,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 
 #include "common/trace_record.h"
+#include "functracer/heap_model.h"
 
 namespace ft::post {
 
@@ -23,13 +23,12 @@ class LiveHeap {
   // Applies one record; true when the live total changed.
   bool apply(const TraceRecord& r);
 
-  uint64_t bytes() const { return bytes_; }
-  uint64_t blocks() const { return live_.size(); }
-  void clear();
+  uint64_t bytes() const { return live_.live_bytes(); }
+  uint64_t blocks() const { return live_.blocks(); }
+  void clear() { live_.clear(); }
 
  private:
-  std::unordered_map<uint64_t, uint64_t> live_;  // address -> size
-  uint64_t bytes_ = 0;
+  heap::HeapModel<> live_;
 };
 
 }  // namespace ft::post

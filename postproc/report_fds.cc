@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/schema.h"
 #include "postproc/json_writer.h"
 #include "postproc/site_groups.h"
 #include "postproc/site_table.h"
@@ -109,7 +110,7 @@ class FdReplay {
   }
   bool followed(const TraceRecord& r) const { return !tid_ || r.tid == *tid_; }
   static std::optional<std::string> path_of(const TraceRecord& r) {
-    const std::string* p = r.get_str("path");
+    const std::string* p = r.get_str(schema::key::kPath);
     return p != nullptr ? std::optional<std::string>(*p) : std::nullopt;
   }
 
@@ -151,39 +152,40 @@ void FdReplay::replay(TraceReader& reader) {
   while (const TraceRecord* r = reader.next()) {
     symbolizer_.observe(*r);
     const std::string& type = r->type;
-    if (type == "fd_open") {
+    namespace rt = schema::type;
+    if (type == rt::kFdOpen) {
       ++fileops_records;
-      auto fd = r->get_int("fd");
+      auto fd = r->get_int(schema::key::kFd);
       if (!fd) continue;
       // An fd that is open already was closed unseen: replaced, not leaked.
       fds_.erase(*fd);
       forget_stream_fd(*fd);
       if (!followed(*r)) continue;
       fds_.emplace(*fd, Open{sites_.intern(*r, symbolizer_), *fd, path_of(*r)});
-    } else if (type == "fd_close") {
+    } else if (type == rt::kFdClose) {
       ++fileops_records;
-      auto fd = r->get_int("fd");
+      auto fd = r->get_int(schema::key::kFd);
       if (!fd) continue;
       fds_.erase(*fd);
       forget_stream_fd(*fd);
-    } else if (type == "file_open") {
+    } else if (type == rt::kFileOpen) {
       ++fileops_records;
-      auto stream = r->get_hex("stream");
+      auto stream = r->get_hex(schema::key::kStream);
       if (!stream) continue;
       remove_stream(*stream);
       if (!followed(*r)) continue;
-      int64_t fd = std::max<int64_t>(r->get_int("fd").value_or(-1), -1);
+      int64_t fd = std::max<int64_t>(r->get_int(schema::key::kFd).value_or(-1), -1);
       add_stream(*stream, Open{sites_.intern(*r, symbolizer_), fd, path_of(*r)});
-    } else if (type == "file_close") {
+    } else if (type == rt::kFileClose) {
       ++fileops_records;
-      if (auto stream = r->get_hex("stream")) remove_stream(*stream);
-    } else if (type == "exec") {
+      if (auto stream = r->get_hex(schema::key::kStream)) remove_stream(*stream);
+    } else if (type == rt::kExec) {
       // The streams go with the old image, never closed; the fds stay (the close-on-exec
       // ones come next as fd_close records).
       for (const auto& [address, o] : streams_) leak(FdKind::kStream, o, address);
       clear_streams();
-    } else if (type == "lost") {
-      lost += static_cast<uint64_t>(std::max<int64_t>(r->get_int("count").value_or(0), 0));
+    } else if (type == rt::kLost) {
+      lost += static_cast<uint64_t>(std::max<int64_t>(r->get_int(schema::key::kCount).value_or(0), 0));
     }
   }
   for (const auto& [fd, o] : fds_) leak(FdKind::kFd, o, 0);
@@ -198,7 +200,7 @@ void FdReplay::replay(TraceReader& reader) {
   }
   const TraceRecord* h = reader.header();
   if (fileops_records == 0 && !header_lists_plugin(h, "fileops")) {
-    const std::string* plugins = h != nullptr ? h->get_str("plugins") : nullptr;
+    const std::string* plugins = h != nullptr ? h->get_str(schema::key::kPlugins) : nullptr;
     diag_.warning(reader.path() + ": traced without fileops (plugins: " +
                   (plugins != nullptr ? *plugins : std::string("unknown")) +
                   "), so it has no descriptor records");

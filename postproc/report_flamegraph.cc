@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/schema.h"
 #include "postproc/call_model.h"
 #include "postproc/demangle.h"
 #include "postproc/heap_counts.h"
@@ -26,7 +27,7 @@ class FlameCallObserver : public CallObserver {
 
   void begin_process(const TraceReader& /*reader*/) override { stacks_.clear(); }
   void on_record(const TraceRecord& r) override {
-    if (r.type == "call") ++call_records;
+    if (r.type == schema::type::kCall) ++call_records;
   }
 
   void on_call(int64_t tid, const Activation& a) override {
@@ -172,7 +173,7 @@ Result<FlameMetric> choose_flame_metric(const ReportOptions& options, Diagnostic
     const TraceRecord* h = reader->header();
     calls = calls || header_lists_plugin(h, "calltrace");
     heap = heap || header_lists_plugin(h, "memtrace");
-    const std::string* p = h != nullptr ? h->get_str("plugins") : nullptr;
+    const std::string* p = h != nullptr ? h->get_str(schema::key::kPlugins) : nullptr;
     if (p == nullptr) unnamed += (unnamed.empty() ? "" : ", ") + path;
     if (plugins.empty() && p != nullptr) plugins = *p + " (" + path + ")";
   }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/schema.h"
 #include "postproc/call_graph.h"
 
 namespace ft::post {
@@ -40,23 +41,23 @@ class ExeGraph : public CallGraph {
     current_.trace = reader.path();
     wanted_.clear();
     if (const TraceRecord* h = reader.header()) {
-      if (const std::string* exe = h->get_str("exe")) wanted_ = *exe;
+      if (const std::string* exe = h->get_str(schema::key::kExe)) wanted_ = *exe;
     }
     exact_ = false;
   }
 
   void on_record(const TraceRecord& r) override {
     CallGraph::on_record(r);
-    if (r.type == "exec") {
-      if (const std::string* exe = r.get_str("exe")) wanted_ = *exe;
+    if (r.type == schema::type::kExec) {
+      if (const std::string* exe = r.get_str(schema::key::kExe)) wanted_ = *exe;
       current_.found = false;
       exact_ = false;
-    } else if (r.type == "module" && !exact_) {
-      const std::string* path = r.get_str("path");
+    } else if (r.type == schema::type::kModule && !exact_) {
+      const std::string* path = r.get_str(schema::key::kPath);
       if (path == nullptr) return;
       bool exact = *path == wanted_;
       if (!exact && current_.found) return;
-      const std::string* id = r.get_str("build_id");
+      const std::string* id = r.get_str(schema::key::kBuildId);
       current_.path = *path;
       current_.build_id = id ? *id : std::string();
       current_.found = true;

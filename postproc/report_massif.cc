@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/schema.h"
 #include "postproc/heap_session.h"
 #include "postproc/peak_tracker.h"
 
@@ -211,7 +212,7 @@ Status report_massif(const ReportOptions& options, Output& out, Diagnostics& dia
   if (auto reader = TraceReader::open(options.traces[0], first_pass_diag); reader) {
     pid = reader->pid();
     if (const TraceRecord* h = reader->header()) {
-      if (const std::string* c = h->get_str("cmdline")) cmd = *c;
+      if (const std::string* c = h->get_str(schema::key::kCmdline)) cmd = *c;
     }
   }
 

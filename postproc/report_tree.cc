@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/trace_record.h"
+#include "functracer/schema.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
 #include "postproc/demangle.h"
@@ -21,22 +22,22 @@ class TreeObserver : public CallObserver {
   void begin_process(const TraceReader& reader) override { pid_ = reader.pid(); }
 
   void on_record(const TraceRecord& r) override {
-    if (r.type == "signal") {
+    if (r.type == schema::type::kSignal) {
       std::string text = "<signal ";
-      const std::string* name = r.get_str("name");
+      const std::string* name = r.get_str(schema::key::kName);
       if (name && !name->empty()) {
         text += *name;
       } else {
-        text += std::to_string(r.get_int("signal").value_or(0));
+        text += std::to_string(r.get_int(schema::key::kSignal).value_or(0));
       }
       annotate(r.tid, text + ">");
-    } else if (r.type == "lost") {
-      const std::string* reason = r.get_str("reason");
-      annotate(r.tid, fmt::format("<lost {} events{}{}>", r.get_int("count").value_or(0),
+    } else if (r.type == schema::type::kLost) {
+      const std::string* reason = r.get_str(schema::key::kReason);
+      annotate(r.tid, fmt::format("<lost {} events{}{}>", r.get_int(schema::key::kCount).value_or(0),
                                   reason ? ": " : "", reason ? *reason : ""));
-    } else if (r.type == "exec") {
+    } else if (r.type == schema::type::kExec) {
       std::string text = "<exec ";
-      if (const std::string* exe = r.get_str("exe")) {
+      if (const std::string* exe = r.get_str(schema::key::kExe)) {
         append_quoted(text, *exe);  // a path may hold any byte, even a newline
       } else {
         text += '?';

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "functracer/schema.h"
+
 namespace ft::post {
 
 namespace {
@@ -23,7 +25,7 @@ class NullDiagnostics : public Diagnostics {
 };
 
 bool is_end_record(const std::string& type) {
-  return type == "exit" || type == "detach" || type == "killed";
+  return type == schema::type::kExit || type == schema::type::kDetach || type == schema::type::kKilled;
 }
 
 }  // namespace
@@ -50,7 +52,7 @@ Result<std::vector<std::string>> trace_files(const std::string& path) {
 }
 
 bool header_lists_plugin(const TraceRecord* header, std::string_view plugin) {
-  const std::string* plugins = header != nullptr ? header->get_str("plugins") : nullptr;
+  const std::string* plugins = header != nullptr ? header->get_str(schema::key::kPlugins) : nullptr;
   if (plugins == nullptr) return false;
   std::string_view rest = *plugins;
   while (!rest.empty()) {
@@ -104,7 +106,7 @@ Result<TraceReader> TraceReader::open(const std::string& path, Diagnostics& diag
     r.pending_line_ = r.record_line_;
   }
 
-  if (r.pending_ && r.pending_->type == "header") {
+  if (r.pending_ && r.pending_->type == schema::type::kHeader) {
     r.header_ = *r.pending_;
     if (auto pid = r.header_->get_int("pid")) {
       r.pid_ = *pid;

@@ -15,8 +15,15 @@
 #include <vector>
 
 #include "functracer/plugin.h"
+#include "functracer/schema.h"
+#include "functracer/sdk.h"
 
 namespace {
+
+namespace schema = ft::schema;
+namespace key = ft::schema::key;
+using ft::sdk::hex;
+using ft::sdk::quote;
 
 const ft_host_api* host = nullptr;
 
@@ -130,33 +137,6 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   return flags;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\x%02x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
-
 std::string indent(unsigned depth) { return std::string(2 * depth, ' '); }
 
 // The "types" field of call records (doc/trace-format.md): one code per parameter in
@@ -235,33 +215,29 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
       nfargs = std::max<size_t>(nfargs, static_cast<size_t>(fn->param_regs[i] - FT_REG_FP0 + 1));
   for (size_t i = 0; i < nfargs && i < 8; ++i) fargs[i] = host->fp_arg(ctx, static_cast<unsigned>(i));
 
-  ft_field fields[7 + 6];
-  size_t n = 0;
+  ft::sdk::RecordBuilder rec;
   std::string types;
-  fields[n++] = ft_field{"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0};
-  fields[n++] = ft_field{"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0};
-  fields[n++] = ft_field{"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0};
-  fields[n++] = ft_field{"args", FT_FIELD_HEX_LIST, 0, 0, nullptr, args, 6};
-  if (nfargs) fields[n++] = ft_field{"fargs", FT_FIELD_HEX_LIST, 0, 0, nullptr, fargs, nfargs};
+  rec.fields(schema::FrameFields{fn->name, fn->address, host->depth(ctx)});
+  rec.list(key::kArgs, args, 6);
+  if (nfargs) rec.list(key::kFargs, fargs, nfargs);
   if (fn->nparams >= 0) {
-    fields[n++] = ft_field{"nargs", FT_FIELD_INT, fn->nparams, 0, nullptr, nullptr, 0};
+    rec.integer(key::kNargs, fn->nparams);
     types = types_of(fn);
-    fields[n++] = ft_field{"types", FT_FIELD_STRING, 0, 0, types.c_str(), nullptr, 0};
+    rec.str(key::kTypes, types);
   }
   // Strings are keyed by the integer argument register that points to them.
-  static const char* const kStrKeys[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
   std::string strs[6];
   bool is_str[6] = {};
   for (int i = 0; i < fn->nparams; ++i) {
     int reg = fn->param_regs ? fn->param_regs[i] : i;
     if (fn->params[i] != FT_PARAM_STRING || reg < 0 || reg >= 6 || args[reg] == 0) continue;
-    char buf[kMaxString + 1];
-    if (host->read_string(ctx, args[reg], buf, sizeof buf) < 0) continue;
-    strs[reg] = buf;
+    auto s = ft::sdk::read_string(host, ctx, args[reg], kMaxString);
+    if (!s) continue;
+    strs[reg] = std::move(*s);
     is_str[reg] = true;
-    fields[n++] = ft_field{kStrKeys[reg], FT_FIELD_STRING, 0, 0, strs[reg].c_str(), nullptr, 0};
+    rec.str(key::kStr[reg], strs[reg]);
   }
-  host->record(ctx, "call", fields, n);
+  rec.write(host, ctx, schema::type::kCall);
 
   if (!state.streaming) return;
   int tid = host->tid(ctx);
@@ -294,14 +270,9 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t rv = host->retval(ctx);
   bool fp = fn->ret_kind == FT_PARAM_FLOAT;
   uint64_t frv = fp ? host->fp_arg(ctx, 0) : 0;
-  ft_field fields[5] = {
-      {"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0},
-      {"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0},
-      {"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0},
-      {"retval", FT_FIELD_HEX, 0, rv, nullptr, nullptr, 0},
-      {"fretval", FT_FIELD_HEX, 0, frv, nullptr, nullptr, 0},
-  };
-  host->record(ctx, "return", fields, fp ? 5 : 4);
+  ft::sdk::record(host, ctx,
+                  schema::ReturnRecord{{fn->name, fn->address, host->depth(ctx)}, rv,
+                                       fp ? std::optional<uint64_t>(frv) : std::nullopt});
   if (!state.streaming) return;
   int tid = host->tid(ctx);
   auto it = state.pending.find(tid);
@@ -317,13 +288,7 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
 }
 
 void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char* reason) {
-  ft_field fields[4] = {
-      {"function", FT_FIELD_STRING, 0, 0, fn->name, nullptr, 0},
-      {"address", FT_FIELD_HEX, 0, fn->address, nullptr, nullptr, 0},
-      {"depth", FT_FIELD_INT, host->depth(ctx), 0, nullptr, nullptr, 0},
-      {"reason", FT_FIELD_STRING, 0, 0, reason, nullptr, 0},
-  };
-  host->record(ctx, "unwound", fields, 4);
+  ft::sdk::record(host, ctx, schema::UnwoundRecord{{fn->name, fn->address, host->depth(ctx)}, reason});
   if (!state.streaming) return;
   int tid = host->tid(ctx);
   flush_pending(ctx, tid);
@@ -347,29 +312,18 @@ void on_finish(void*) {
     }
 }
 
-ft_plugin plugin = {
-    .api_version = FT_PLUGIN_API_VERSION,
-    .size = sizeof(ft_plugin),
-    .name = "calltrace",
-    .data = nullptr,
-    .module = nullptr,
-    .symbol = on_symbol,
-    .call = on_call,
-    .ret = on_return,
-    .unwound = on_unwound,
-    .event = on_event,
-    .syscall = nullptr,
-    .finish = on_finish,
-};
+const ft_plugin kPlugin = ft::sdk::table(
+    "calltrace", {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish});
+
+const ft_plugin* setup(const ft_host_api* h) {
+  host = h;
+  state = State{};
+  state.streaming = ft::sdk::streaming(h);
+  if (const char* audit = h->option("audit"))
+    if (!parse_audit(audit)) return nullptr;
+  return &kPlugin;
+}
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const ft_plugin* functracer_plugin_init(const ft_host_api* h) {
-  if (h->api_version != FT_PLUGIN_API_VERSION) return nullptr;
-  host = h;
-  state = State{};
-  state.streaming = h->option("output") == nullptr;
-  if (const char* audit = h->option("audit"))
-    if (!parse_audit(audit)) return nullptr;
-  return &plugin;
-}
+FT_SDK_PLUGIN_INIT(setup, kPlugin)

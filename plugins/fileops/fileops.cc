@@ -23,11 +23,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "functracer/plugin.h"
+#include "functracer/sdk.h"
 
 namespace {
 
 const ft_host_api* host = nullptr;
+
+namespace schema = ft::schema;
+namespace key = ft::schema::key;
+using ft::sdk::hex;
+using ft::sdk::quote;
 
 // What a function does: the tag of each of its names. Aliases (open and open64 in
 // glibc) share one address, and the function is reported under whichever name came
@@ -171,7 +176,7 @@ struct Pending {
 
 struct ThreadState {
   int pid = 0;
-  std::vector<Pending> open;  // innermost last; its size is the thread's nesting level
+  ft::sdk::PendingCalls<Pending> open;  // its size is the thread's nesting level
 };
 
 struct State {
@@ -186,76 +191,9 @@ State state;
 
 int as_int(uint64_t v) { return static_cast<int>(static_cast<uint32_t>(v)); }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\x%02x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
-
-// The record writer for one event: fields are added one by one, strings kept alive
-// until the record is written.
-class Record {
- public:
-  explicit Record(const char* type) : type_(type) {}
-  Record& str(const char* key, const std::string& s) {
-    strings_.push_back(s);
-    fields_.push_back(ft_field{key, FT_FIELD_STRING, 0, 0, nullptr, nullptr, 0});
-    return *this;
-  }
-  Record& num(const char* key, int64_t v) {
-    fields_.push_back(ft_field{key, FT_FIELD_INT, v, 0, nullptr, nullptr, 0});
-    return *this;
-  }
-  Record& hex(const char* key, uint64_t v) {
-    fields_.push_back(ft_field{key, FT_FIELD_HEX, 0, v, nullptr, nullptr, 0});
-    return *this;
-  }
-  Record& frames(const std::vector<ft_addr>& f) {
-    if (!f.empty()) fields_.push_back(ft_field{"frames", FT_FIELD_HEX_LIST, 0, 0, nullptr, f.data(), f.size()});
-    return *this;
-  }
-  void write(ft_ctx* ctx) {
-    // Strings are bound last: strings_ no longer grows, so its elements stay put.
-    size_t s = 0;
-    for (auto& f : fields_)
-      if (f.kind == FT_FIELD_STRING) f.s = strings_[s++].c_str();
-    host->record(ctx, type_, fields_.data(), fields_.size());
-  }
-
- private:
-  const char* type_;
-  std::vector<ft_field> fields_;
-  std::vector<std::string> strings_;
-};
-
 std::vector<ft_addr> backtrace(ft_ctx* ctx, bool release) {
-  std::vector<ft_addr> frames;
-  if (state.depth <= 0 || (release && !state.release_frames) || !host->backtrace) return frames;
-  frames.resize(static_cast<size_t>(state.depth));
-  int n = host->backtrace(ctx, frames.data(), state.depth);
-  frames.resize(static_cast<size_t>(std::max(n, 0)));
-  return frames;
+  if (state.depth <= 0 || (release && !state.release_frames)) return {};
+  return ft::sdk::backtrace(host, ctx, static_cast<unsigned>(state.depth));
 }
 
 // Frames are taken once per call and shared by its records: at the return, or the
@@ -298,10 +236,10 @@ void fd_open(ft_ctx* ctx, Kind kind, int fd, bool cloexec, const Pending* p, Fra
   o.cloexec = cloexec;
   o.path = p && p->has_path ? p->path : std::string();
   if (state.streaming) return;
-  Record r("fd_open");
-  r.str("function", kKindName[kind]).num("fd", fd);
-  if (p && p->has_path) r.str(kind == kMemfdCreate ? "name" : "path", p->path);
-  r.frames(frames.get()).write(ctx);
+  schema::FdRecord rec{kKindName[kind], fd, kind == kMemfdCreate ? key::kName : key::kPath, std::nullopt, {}};
+  if (p && p->has_path) rec.path = p->path;
+  rec.frames = ft::sdk::span(frames.get());
+  ft::sdk::record(host, ctx, schema::type::kFdOpen, rec);
 }
 
 // fd is no longer open: forget it, and the stream that held it loses it.
@@ -314,10 +252,9 @@ void fd_close(ft_ctx* ctx, const char* function, int fd, Frames* frames) {
       s.owns_fd = false;
     }
   if (state.streaming) return;
-  Record r("fd_close");
-  r.str("function", function).num("fd", fd);
-  if (frames) r.frames(frames->get());
-  r.write(ctx);
+  schema::FdRecord rec{function, fd, key::kPath, std::nullopt, {}};
+  if (frames) rec.frames = ft::sdk::span(frames->get());
+  ft::sdk::record(host, ctx, schema::type::kFdClose, rec);
 }
 
 bool fd_known_open(const ProcessState& ps, int fd) {
@@ -343,28 +280,27 @@ void file_open(ft_ctx* ctx, Kind kind, uint64_t stream, int fd, bool owns_fd, bo
   s.cloexec = cloexec;
   s.path = p.has_path ? p.path : std::string();
   if (state.streaming) return;
-  Record r("file_open");
-  r.str("function", kKindName[kind]).hex("stream", stream).num("fd", fd);
-  if (p.has_path) r.str(kind == kPopen ? "command" : "path", p.path);
-  if (p.has_mode) r.str("mode", p.mode);
-  r.frames(frames.get()).write(ctx);
+  schema::StreamRecord rec{kKindName[kind], stream, fd, kind == kPopen ? key::kCommand : key::kPath,
+                           std::nullopt, std::nullopt, {}};
+  if (p.has_path) rec.path = p.path;
+  if (p.has_mode) rec.mode = p.mode;
+  rec.frames = ft::sdk::span(frames.get());
+  ft::sdk::record(host, ctx, schema::type::kFileOpen, rec);
 }
 
 void file_close(ft_ctx* ctx, const char* function, uint64_t stream, Frames* frames) {
   process_of(ctx).streams.erase(stream);
   if (state.streaming) return;
-  Record r("file_close");
-  r.str("function", function).hex("stream", stream);
-  if (frames) r.frames(frames->get());
-  r.write(ctx);
+  schema::StreamRecord rec{function, stream, std::nullopt, key::kPath, std::nullopt, std::nullopt, {}};
+  if (frames) rec.frames = ft::sdk::span(frames->get());
+  ft::sdk::record(host, ctx, schema::type::kFileClose, rec);
 }
 
 // A string argument, read at the call: at the return the registers hold other values.
 bool read_arg_string(ft_ctx* ctx, uint64_t addr, std::string* out) {
-  if (addr == 0) return false;
-  char buf[kMaxString + 1];
-  if (host->read_string(ctx, addr, buf, sizeof buf) < 0) return false;
-  *out = buf;
+  auto s = ft::sdk::read_string(host, ctx, addr, kMaxString);
+  if (!s) return false;
+  *out = std::move(*s);
   return true;
 }
 
@@ -412,8 +348,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   if (!thread) return;
   ThreadState& ts = *thread;
   unsigned depth = host->depth(ctx);
-  // Frames at this depth or deeper cannot be open any more (a return went unseen).
-  while (!ts.open.empty() && ts.open.back().depth >= depth) ts.open.pop_back();
+  ts.open.drop_from(depth);  // a return went unseen
   Pending p;
   p.depth = depth;
   p.kind = kind;
@@ -444,7 +379,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
       if (records_stack) p.stack = backtrace(ctx, false);
     }
   }
-  ts.open.push_back(std::move(p));
+  ts.open.push(std::move(p));
 }
 
 std::string fd_list(const std::vector<int>& fds) {
@@ -694,22 +629,15 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   if (kind_of(fn) == kNone) return;
   auto it = state.threads.find(host->tid(ctx));
   if (it == state.threads.end() || it->second.pid != host->pid(ctx)) return;
-  ThreadState& ts = it->second;
-  unsigned depth = host->depth(ctx);
-  while (!ts.open.empty() && ts.open.back().depth > depth) ts.open.pop_back();
-  if (ts.open.empty() || ts.open.back().depth != depth) return;
-  Pending p = std::move(ts.open.back());
-  ts.open.pop_back();
-  if (!p.nested) completed(ctx, p, host->retval(ctx));
+  auto p = it->second.open.take(host->depth(ctx));
+  if (p && !p->nested) completed(ctx, *p, host->retval(ctx));
 }
 
 void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char*) {
   if (kind_of(fn) == kNone) return;
   auto it = state.threads.find(host->tid(ctx));
   if (it == state.threads.end() || it->second.pid != host->pid(ctx)) return;
-  unsigned depth = host->depth(ctx);
-  auto& open = it->second.open;
-  while (!open.empty() && open.back().depth >= depth) open.pop_back();
+  it->second.open.drop_from(host->depth(ctx));
 }
 
 std::string opener(const char* function, const std::string& path) {
@@ -808,29 +736,18 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
   }
 }
 
-ft_plugin plugin = {
-    .api_version = FT_PLUGIN_API_VERSION,
-    .size = sizeof(ft_plugin),
-    .name = "fileops",
-    .data = nullptr,
-    .module = nullptr,
-    .symbol = on_symbol,
-    .call = on_call,
-    .ret = on_return,
-    .unwound = on_unwound,
-    .event = on_event,
-    .syscall = nullptr,
-    .finish = nullptr,
-};
+const ft_plugin kPlugin = ft::sdk::table(
+    "fileops", {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
+
+const ft_plugin* setup(const ft_host_api* h) {
+  host = h;
+  state = State{};
+  state.streaming = ft::sdk::streaming(h);
+  if (const char* d = h->option("backtrace_depth")) state.depth = std::atoi(d);
+  state.release_frames = ft::sdk::option_is_one(h, "backtrace_all");
+  return &kPlugin;
+}
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const ft_plugin* functracer_plugin_init(const ft_host_api* h) {
-  if (h->api_version != FT_PLUGIN_API_VERSION) return &plugin;
-  host = h;
-  state = State{};
-  state.streaming = h->option("output") == nullptr;
-  if (const char* d = h->option("backtrace_depth")) state.depth = std::atoi(d);
-  if (const char* all = h->option("backtrace_all")) state.release_frames = std::strcmp(all, "1") == 0;
-  return &plugin;
-}
+FT_SDK_PLUGIN_INIT(setup, kPlugin)

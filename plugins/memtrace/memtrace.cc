@@ -22,13 +22,20 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "functracer/heap_model.h"
 #include "functracer/plugin.h"
+#include "functracer/schema.h"
+#include "functracer/sdk.h"
 
 namespace {
+
+namespace schema = ft::schema;
+namespace sdk = ft::sdk;
+using Heap = ft::heap::HeapModel<>;
+using ft::heap::Outcome;
 
 const ft_host_api* host = nullptr;
 
@@ -140,18 +147,7 @@ struct Pending {
 const Pending* g_returning = nullptr;
 
 struct ThreadState {
-  std::vector<Pending> open;  // innermost last; open.size() allocator calls are under way
-};
-
-// What an allocator call did, from its arguments and its result.
-struct Outcome {
-  uint64_t released = 0;   // a block it released
-  uint64_t allocated = 0;  // the block it returned
-  bool failed = false;     // no memory
-};
-
-struct Block {
-  uint64_t size = 0;
+  sdk::PendingCalls<Pending> open;  // open.size() allocator calls are under way
 };
 
 struct Mapping {
@@ -160,12 +156,10 @@ struct Mapping {
 };
 
 struct ProcessState {
-  std::unordered_map<uint64_t, Block> live;
-  std::unordered_set<uint64_t> released;  // released and not allocated again
-  std::vector<Mapping> modules;           // mapped executables and libraries
+  Heap heap{/*remember_releases=*/true};
+  std::vector<Mapping> modules;  // mapped executables and libraries
   bool attached = false;
-  uint64_t allocs = 0, frees = 0, failed = 0, bad_unknown = 0, bad_double = 0, by_allocator = 0;
-  uint64_t live_bytes = 0, peak_bytes = 0;
+  uint64_t failed = 0, bad_unknown = 0, bad_double = 0, by_allocator = 0;
 };
 
 // A vfork child shares its parent's state until it execs.
@@ -179,35 +173,6 @@ ProcessState& process_of(ft_ctx* ctx) {
   return *ps;
 }
 
-bool parse_u64(std::string_view s, uint64_t* out) {
-  if (s.empty()) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10) return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
-bool parse_monitor(std::string_view s) {
-  while (!s.empty()) {
-    size_t comma = s.find(',');
-    std::string_view item = s.substr(0, comma);
-    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
-    size_t dash = item.find('-');
-    uint64_t lo = 0, hi = 0;
-    if (dash == std::string_view::npos) {
-      if (!parse_u64(item, &lo)) return false;
-      hi = lo;
-    } else if (!parse_u64(item.substr(0, dash), &lo) || !parse_u64(item.substr(dash + 1), &hi) || hi < lo) {
-      return false;
-    }
-    opts.monitor.emplace_back(lo, hi);
-  }
-  return !opts.monitor.empty();
-}
-
 bool monitored(uint64_t size) {
   if (opts.monitor.empty()) return true;
   for (auto [lo, hi] : opts.monitor)
@@ -215,64 +180,22 @@ bool monitored(uint64_t size) {
   return false;
 }
 
-// Records one event; frames are taken when wanted.
-class Rec {
- public:
-  Rec(ft_ctx* ctx, const char* type, const char* function) : ctx_(ctx), type_(type) {
-    add_str("function", function);
-  }
-  Rec& add_str(const char* key, const char* s) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_STRING;
-    f.s = s;
-    fields_[n_++] = f;
-    return *this;
-  }
-  Rec& add_int(const char* key, int64_t v) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_INT;
-    f.i = v;
-    fields_[n_++] = f;
-    return *this;
-  }
-  Rec& add_hex(const char* key, uint64_t v) {
-    ft_field f{};
-    f.key = key;
-    f.kind = FT_FIELD_HEX;
-    f.u = v;
-    fields_[n_++] = f;
-    return *this;
-  }
-  Rec& frames(bool want) {
-    if (!want || opts.depth == 0) return *this;
-    int n;
-    if (g_returning && g_returning->have_frames) {
-      n = static_cast<int>(std::min<size_t>(g_returning->frames.size(), kMaxDepth));
-      std::copy_n(g_returning->frames.begin(), n, frames_);
-    } else {
-      n = host->backtrace(ctx_, frames_, static_cast<int>(opts.depth));
-    }
-    if (n <= 0) return *this;
-    ft_field f{};
-    f.key = "frames";
-    f.kind = FT_FIELD_HEX_LIST;
-    f.list = frames_;
-    f.list_len = static_cast<size_t>(n);
-    fields_[n_++] = f;
-    return *this;
-  }
-  void write() { host->record(ctx_, type_, fields_, n_); }
-
- private:
+// The call stack for a record, when wanted: the one the returning call's entry took,
+// or the current one. Valid until the next call.
+schema::HexSpan frames(ft_ctx* ctx, bool want) {
   static constexpr unsigned kMaxDepth = 1024;
-  ft_ctx* ctx_;
-  const char* type_;
-  ft_field fields_[8];
-  size_t n_ = 0;
-  uint64_t frames_[kMaxDepth];
-};
+  static ft_addr buf[kMaxDepth];
+  if (!want || opts.depth == 0) return {};
+  int n;
+  if (g_returning && g_returning->have_frames) {
+    n = static_cast<int>(std::min<size_t>(g_returning->frames.size(), kMaxDepth));
+    std::copy_n(g_returning->frames.begin(), n, buf);
+  } else {
+    n = host->backtrace(ctx, buf, static_cast<int>(opts.depth));
+  }
+  if (n <= 0) return {};
+  return schema::HexSpan{buf, static_cast<size_t>(n)};
+}
 
 void print(ft_ctx* ctx, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void print(ft_ctx* ctx, const char* fmt, ...) {
@@ -286,28 +209,15 @@ void print(ft_ctx* ctx, const char* fmt, ...) {
 }
 
 void record_alloc(ft_ctx* ctx, const char* fn, uint64_t addr, uint64_t size, uint64_t align) {
-  ProcessState& ps = process_of(ctx);
-  auto [it, fresh] = ps.live.try_emplace(addr, Block{size});
-  if (!fresh) {
-    // The allocator handed out a block that is still live for us: its release went
-    // by a path memtrace does not see. Count the old one as released.
-    ps.live_bytes -= it->second.size;
-    it->second.size = size;
-  }
-  ps.released.erase(addr);
-  ++ps.allocs;
-  ps.live_bytes += size;
-  if (ps.live_bytes > ps.peak_bytes) ps.peak_bytes = ps.live_bytes;
-  Rec r(ctx, "alloc", fn);
-  r.add_int("size", static_cast<int64_t>(size > INT64_MAX ? INT64_MAX : size)).add_hex("address", addr);
-  if (align) r.add_int("align", static_cast<int64_t>(align));
-  r.frames(monitored(size)).write();
+  // A block still live for us is replaced: its release went by a path memtrace does
+  // not see.
+  process_of(ctx).heap.alloc(addr, size);
+  sdk::record(host, ctx, schema::AllocRecord{fn, size, addr, align, frames(ctx, monitored(size))});
 }
 
 void record_failed(ft_ctx* ctx, const char* fn, uint64_t size) {
   ++process_of(ctx).failed;
-  Rec r(ctx, "alloc_failed", fn);
-  r.add_int("size", static_cast<int64_t>(size > INT64_MAX ? INT64_MAX : size)).frames(true).write();
+  sdk::record(host, ctx, schema::AllocFailedRecord{fn, size, frames(ctx, true)});
   print(ctx, "%s(%" PRIu64 ") failed", fn, size);
 }
 
@@ -335,24 +245,22 @@ bool called_by_allocator(ft_ctx* ctx, const ProcessState& ps, uint64_t entry) {
 // (0 otherwise).
 bool record_release(ft_ctx* ctx, const char* fn, uint64_t addr, uint64_t entry = 0) {
   ProcessState& ps = process_of(ctx);
-  auto it = ps.live.find(addr);
-  if (it != ps.live.end()) {
-    ps.live_bytes -= it->second.size;
-    ps.live.erase(it);
-    ps.released.insert(addr);
-    ++ps.frees;
-    Rec(ctx, "free", fn).add_hex("address", addr).frames(opts.frames_for_releases).write();
+  auto released = ps.heap.release(addr);
+  if (released.kind == Heap::Release::kFreed) {
+    sdk::record(host, ctx, schema::FreeRecord{fn, addr, frames(ctx, opts.frames_for_releases)});
     return true;
   }
   if (called_by_allocator(ctx, ps, entry)) {
     // Not the program's doing: recorded for what it is, and not counted as a bad free.
     ++ps.by_allocator;
-    Rec(ctx, "bad_free", fn).add_hex("address", addr).add_str("reason", "allocator").frames(true).write();
+    sdk::record(host, ctx, schema::BadFreeRecord{fn, addr, schema::reason::kAllocator, frames(ctx, true)});
     return false;
   }
-  bool twice = ps.released.count(addr) != 0;
+  bool twice = released.kind == Heap::Release::kDouble;
   (twice ? ps.bad_double : ps.bad_unknown)++;
-  Rec(ctx, "bad_free", fn).add_hex("address", addr).add_str("reason", twice ? "double" : "unknown").frames(true).write();
+  sdk::record(host, ctx,
+              schema::BadFreeRecord{fn, addr, twice ? schema::reason::kDouble : schema::reason::kUnknown,
+                                    frames(ctx, true)});
   // Releases of blocks allocated before an attach are expected; in a program traced
   // from its start they are bugs.
   if (!ps.attached && warnings_left > 0) {
@@ -371,18 +279,18 @@ void on_mapping_return(ft_ctx* ctx, const Pending& p, uint64_t ret) {
   switch (p.kind) {
     case kMmap:
       if (ret == kMapFailed) return;
-      Rec(ctx, "map", fn).add_hex("address", ret).add_int("size", static_cast<int64_t>(p.len)).frames(true).write();
+      sdk::record(host, ctx, schema::type::kMap, schema::MappingRecord{fn, ret, p.len, frames(ctx, true)});
       print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn, p.len, ret);
       return;
     case kMunmap:
       if (ret != 0) return;
-      Rec(ctx, "unmap", fn).add_hex("address", p.ptr).add_int("size", static_cast<int64_t>(p.len)).write();
+      sdk::record(host, ctx, schema::type::kUnmap, schema::MappingRecord{fn, p.ptr, p.len, {}});
       print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ")", fn, p.ptr, p.len);
       return;
     case kMremap:
       if (ret == kMapFailed) return;
-      Rec(ctx, "unmap", fn).add_hex("address", p.ptr).add_int("size", static_cast<int64_t>(p.len)).write();
-      Rec(ctx, "map", fn).add_hex("address", ret).add_int("size", static_cast<int64_t>(p.size)).frames(true).write();
+      sdk::record(host, ctx, schema::type::kUnmap, schema::MappingRecord{fn, p.ptr, p.len, {}});
+      sdk::record(host, ctx, schema::type::kMap, schema::MappingRecord{fn, ret, p.size, frames(ctx, true)});
       return;
     default:
       return;
@@ -416,7 +324,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     // address from the allocator.
     uint64_t ptr = host->arg(ctx, 0);
     if (ptr != 0) {
-      if (!outer) ts.open.front().inner.push_back(Inner{false, fn->name, ptr, 0, 0});
+      if (!outer) ts.open.outermost().inner.push_back(Inner{false, fn->name, ptr, 0, 0});
       else if (record_release(ctx, fn->name, ptr, fn->address)) print(ctx, "%s(%#" PRIx64 ")", fn->demangled, ptr);
     }
     if (kind == kFree) return;  // entry only
@@ -427,9 +335,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   p.depth = host->depth(ctx);
   p.outer = outer;
   if (outer && opts.depth > 0 && !is_mapping(kind)) {
-    p.frames.resize(std::min<size_t>(opts.depth, 1024));
-    int n = host->backtrace(ctx, p.frames.data(), static_cast<int>(p.frames.size()));
-    p.frames.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    p.frames = sdk::backtrace(host, ctx, std::min(opts.depth, 1024u));
     p.have_frames = true;
   }
   uint64_t a0 = host->arg(ctx, 0), a1 = host->arg(ctx, 1), a2 = host->arg(ctx, 2);
@@ -483,7 +389,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     default:
       break;
   }
-  ts.open.push_back(std::move(p));
+  ts.open.push(std::move(p));
 }
 
 // The pending call of this return or unwinding (frames whose end was never seen are
@@ -491,44 +397,29 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
 bool take_pending(ft_ctx* ctx, Pending* out) {
   auto it = threads.find(host->tid(ctx));
   if (it == threads.end()) return false;
-  ThreadState& ts = it->second;
-  unsigned depth = host->depth(ctx);
-  while (!ts.open.empty() && ts.open.back().depth > depth) ts.open.pop_back();
-  if (ts.open.empty() || ts.open.back().depth != depth) return false;
-  *out = std::move(ts.open.back());
-  ts.open.pop_back();
+  auto call = it->second.open.take(host->depth(ctx));
+  if (!call) return false;
+  *out = std::move(*call);
   return true;
 }
 
 Outcome outcome_of(ft_ctx* ctx, const Pending& p, uint64_t ret) {
-  Outcome o;
   switch (p.kind) {
     case kDelete:
-      return o;  // released at entry
+      return Outcome{};  // released at entry
     case kPosixMemalign: {
-      uint64_t block = 0;
+      std::optional<uint64_t> block;
+      uint64_t stored = 0;
       if (static_cast<int>(ret) == 0 &&
-          host->read_memory(ctx, p.memptr, &block, sizeof block) == static_cast<long>(sizeof block) && block != 0)
-        o.allocated = block;
-      else
-        o.failed = true;
-      return o;
+          host->read_memory(ctx, p.memptr, &stored, sizeof stored) == static_cast<long>(sizeof stored))
+        block = stored;
+      return ft::heap::posix_memalign_outcome(static_cast<int>(ret), block);
     }
     case kRealloc:
     case kReallocArray:
-      if (ret == 0) {
-        // NULL: either the old block was freed (size 0) or nothing happened.
-        if (p.ptr != 0 && p.size == 0 && !p.size_overflow) o.released = p.ptr;
-        else o.failed = true;
-        return o;
-      }
-      o.released = p.ptr;  // 0: realloc(NULL, n) only allocates
-      o.allocated = ret;
-      return o;
+      return ft::heap::realloc_outcome(p.ptr, p.size, p.size_overflow, ret);
     default:
-      if (ret == 0) o.failed = true;
-      else o.allocated = ret;
-      return o;
+      return ft::heap::allocation_outcome(ret);
   }
 }
 
@@ -576,7 +467,7 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   Outcome o = outcome_of(ctx, p, ret);
   uint64_t align = is_aligned_kind(p.kind) ? p.align : 0;
   if (!p.outer) {
-    auto& outer = threads[host->tid(ctx)].open.front().inner;
+    auto& outer = threads[host->tid(ctx)].open.outermost().inner;
     if (o.released) outer.push_back(Inner{false, p.function, o.released, 0, 0});
     if (o.allocated) outer.push_back(Inner{true, p.function, o.allocated, p.size, align});
     return;
@@ -610,14 +501,12 @@ void on_unwound(void*, ft_ctx* ctx, const ft_function*, const char*) {
 
 void summary(ft_ctx* ctx, const ProcessState& ps) {
   if (!opts.streaming) return;
-  uint64_t bytes = 0;
-  for (const auto& [addr, b] : ps.live) bytes += b.size;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "memtrace: %zu block%s (%" PRIu64 " bytes) still allocated; %" PRIu64 " allocations, %" PRIu64
-                " releases, %" PRIu64 " failed, peak %" PRIu64 " bytes",
-                ps.live.size(), ps.live.size() == 1 ? "" : "s", bytes, ps.allocs, ps.frees, ps.failed, ps.peak_bytes);
-  host->print(ctx, line);
+  const Heap& h = ps.heap;
+  std::string line = sdk::format("memtrace: %zu block%s (%" PRIu64 " bytes) still allocated; %" PRIu64
+                                 " allocations, %" PRIu64 " releases, %" PRIu64 " failed, peak %" PRIu64 " bytes",
+                                 h.blocks(), h.blocks() == 1 ? "" : "s", h.live_bytes(), h.allocations(),
+                                 h.releases(), ps.failed, h.peak_bytes());
+  host->print(ctx, line.c_str());
 }
 
 void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
@@ -634,9 +523,7 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
       // A forked child starts with a copy of its parent's heap.
       auto fresh = std::make_shared<ProcessState>();
       if (parent) {
-        fresh->live = parent->live;
-        fresh->released = parent->released;
-        fresh->live_bytes = fresh->peak_bytes = parent->live_bytes;
+        fresh->heap = parent->heap.fork_copy();
         fresh->modules = parent->modules;
       }
       fresh->attached = ev->address == 1;
@@ -680,43 +567,35 @@ void on_module(void*, ft_ctx* ctx, const ft_module* m) {
   if (m->loaded) ps.modules.push_back(Mapping{m->base, m->end, m->path ? m->path : ""});
 }
 
-ft_plugin plugin = {
-    .api_version = FT_PLUGIN_API_VERSION,
-    .size = sizeof(ft_plugin),
-    .name = "memtrace",
-    .data = nullptr,
-    .module = on_module,
-    .symbol = on_symbol,
-    .call = on_call,
-    .ret = on_return,
-    .unwound = on_unwound,
-    .event = on_event,
-    .syscall = nullptr,
-    .finish = nullptr,
-};
+const ft_plugin kPlugin = ft::sdk::table(
+    "memtrace", {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
 
-}  // namespace
-
-extern "C" __attribute__((visibility("default"))) const ft_plugin* functracer_plugin_init(const ft_host_api* h) {
-  if (h->api_version != FT_PLUGIN_API_VERSION) return &plugin;
+const ft_plugin* setup(const ft_host_api* h) {
   host = h;
   opts = Options{};
-  opts.streaming = h->option("output") == nullptr;
+  opts.streaming = sdk::streaming(h);
   if (const char* d = h->option("backtrace_depth")) {
-    uint64_t v = 0;
-    if (!parse_u64(d, &v) || v > 1024) {
+    auto v = sdk::parse_u64(d);
+    if (!v || *v > 1024) {
       h->warn("memtrace: backtrace depth must be 0..1024");
       return nullptr;
     }
-    opts.depth = static_cast<unsigned>(v);
+    opts.depth = static_cast<unsigned>(*v);
   }
-  if (const char* a = h->option("backtrace_all")) opts.frames_for_releases = std::strcmp(a, "1") == 0;
-  if (const char* m = h->option("monitor"))
-    if (!parse_monitor(m)) {
+  opts.frames_for_releases = sdk::option_is_one(h, "backtrace_all");
+  if (const char* m = h->option("monitor")) {
+    auto ranges = sdk::parse_ranges(m);
+    if (!ranges) {
       std::string msg = std::string("memtrace: bad size list for -M: '") + m + "' (expected SIZE or LOW-HIGH, comma-separated)";
       h->warn(msg.c_str());
       return nullptr;
     }
+    opts.monitor = std::move(*ranges);
+  }
   if (const char* mm = h->option("memtrace.mmap")) opts.mmap = std::strcmp(mm, "0") != 0;
-  return &plugin;
+  return &kPlugin;
 }
+
+}  // namespace
+
+FT_SDK_PLUGIN_INIT(setup, kPlugin)
