@@ -13,6 +13,7 @@
 #include "core/tracer.h"
 #include "arch/calling_convention.h"
 #include "common/check.h"
+#include "common/demangle.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "postproc/call_graph.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 
 namespace ft::post {
 

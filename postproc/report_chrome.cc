@@ -10,7 +10,7 @@
 #include "common/trace_record.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 #include "postproc/json_writer.h"
 #include "postproc/live_heap.h"
 

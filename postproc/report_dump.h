@@ -14,7 +14,7 @@
 
 #include "common/result.h"
 #include "common/trace_record.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 #include "postproc/report.h"
 
 namespace ft::post {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "postproc/call_model.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 #include "postproc/heap_counts.h"
 #include "postproc/heap_peak.h"
 #include "postproc/heap_session.h"

@@ -8,7 +8,7 @@
 #include "common/trace_record.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 
 namespace ft::post {
 

@@ -84,7 +84,7 @@
 #include <vector>
 
 #include "common/trace_record.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {
