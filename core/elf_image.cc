@@ -29,6 +29,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/hex.h"
+
 namespace ft {
 namespace {
 
@@ -623,13 +625,7 @@ bool Loader::build_id_from(Elf_Data* data) {
     const auto* base = static_cast<const unsigned char*>(data->d_buf);
     if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
         std::memcmp(base + name_off, "GNU", 4) == 0) {
-      static const char kHex[] = "0123456789abcdef";
-      build_id.clear();
-      build_id.reserve(2 * nh.n_descsz);
-      for (size_t i = 0; i < nh.n_descsz; ++i) {
-        build_id += kHex[base[desc_off + i] >> 4];
-        build_id += kHex[base[desc_off + i] & 0xf];
-      }
+      build_id = bytes_to_hex({base + desc_off, nh.n_descsz});
       return true;
     }
     offset = next;

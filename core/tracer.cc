@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/hex.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
@@ -30,12 +31,6 @@ std::atomic<bool> g_toggle{false};
 Tracer* g_tracer = nullptr;  // for on_engine_fault
 
 }  // namespace
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 void Tracer::request_toggle() { g_toggle = true; }
 
@@ -58,19 +53,11 @@ void Tracer::on_engine_fault(int sig, void* addr) {
   auto put = [&](const char* s) {
     while (*s && n < sizeof line - 1) line[n++] = *s++;
   };
-  const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
-                     : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : "a fatal signal";
   put("functracer: internal error (");
-  put(name);
+  put(SignalName(sig).c_str());
   if (addr) {
-    char hex[19] = "0x";
-    uintptr_t v = reinterpret_cast<uintptr_t>(addr);
-    int digits = 1;
-    while (digits < 16 && (v >> (4 * digits))) ++digits;
-    for (int i = 0; i < digits; ++i) hex[2 + i] = "0123456789abcdef"[(v >> (4 * (digits - 1 - i))) & 15];
-    hex[2 + digits] = 0;
     put(" at ");
-    put(hex);
+    put(HexNumber(reinterpret_cast<uintptr_t>(addr)).c_str());
   }
   put("); restoring the traced processes and exiting\n");
   (void)!::write(2, line, n);

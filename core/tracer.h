@@ -23,6 +23,7 @@
 #include "core/options.h"
 #include "core/plugin_host.h"
 #include "core/process.h"
+#include "common/clock.h"
 #include "common/result.h"
 #include "core/wait_status.h"
 
@@ -223,7 +224,5 @@ class Tracer {
   // own (modules found by the linker hook, frames unwound), so backtraces start right.
   const Registers* stop_regs_ = nullptr;
 };
-
-uint64_t monotonic_ns();
 
 }  // namespace ft

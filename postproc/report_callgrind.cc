@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "postproc/call_graph.h"
 #include "common/demangle.h"
+#include "postproc/call_graph.h"
 
 namespace ft::post {
 

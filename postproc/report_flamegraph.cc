@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "postproc/call_model.h"
 #include "common/demangle.h"
+#include "postproc/call_model.h"
 #include "postproc/heap_counts.h"
 #include "postproc/heap_peak.h"
 #include "postproc/heap_session.h"

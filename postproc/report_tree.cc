@@ -5,10 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "common/demangle.h"
+#include "common/signal_names.h"
 #include "common/trace_record.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
-#include "common/demangle.h"
 
 namespace ft::post {
 
@@ -27,7 +28,7 @@ class TreeObserver : public CallObserver {
       if (name && !name->empty()) {
         text += *name;
       } else {
-        text += std::to_string(r.get_int("signal").value_or(0));
+        text += signal_name(static_cast<int>(r.get_int("signal").value_or(0)));
       }
       annotate(r.tid, text + ">");
     } else if (r.type == "lost") {

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <iterator>
 
+#include "common/hex.h"
+
 namespace ft::post {
 
 namespace {
@@ -33,17 +35,6 @@ std::string absolute_dir(const std::string& dir) {
 bool is_build_id(const std::string& id) {
   return id.size() >= 2 * kMinBuildIdBytes && id.size() % 2 == 0 &&
          id.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::string to_hex(const unsigned char* bits, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    s += kDigits[bits[i] >> 4];
-    s += kDigits[bits[i] & 15];
-  }
-  return s;
 }
 
 const char* attr_string(Dwarf_Die* die, unsigned name) {
@@ -238,7 +229,7 @@ std::string Symbolizer::open(ModuleFile& f, const std::string& file) {
   const unsigned char* bits = nullptr;
   GElf_Addr id_vaddr = 0;
   int n = dwfl_module_build_id(f.module, &bits, &id_vaddr);
-  std::string file_id = n > 0 ? to_hex(bits, static_cast<size_t>(n)) : std::string();
+  std::string file_id = n > 0 ? bytes_to_hex({bits, static_cast<size_t>(n)}) : std::string();
   // A trace without a build-id for the module (the tracer could not read it) leaves
   // nothing to check.
   if (!f.build_id.empty() && file_id != f.build_id) {

@@ -83,8 +83,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/trace_record.h"
 #include "common/demangle.h"
+#include "common/trace_record.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {
