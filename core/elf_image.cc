@@ -831,20 +831,6 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   return image;
 }
 
-uint64_t ElfImage::min_vaddr() const {
-  static const uint64_t page = [] {
-    long p = ::sysconf(_SC_PAGESIZE);
-    return p > 0 ? static_cast<uint64_t>(p) : uint64_t{4096};
-  }();
-  bool any = false;
-  uint64_t lo = 0;
-  for (const ElfSegment& s : segments_) {
-    if (!any || s.vaddr < lo) lo = s.vaddr;
-    any = true;
-  }
-  return lo & ~(page - 1);
-}
-
 const ElfSymbol* ElfImage::function_at(uint64_t addr) const {
   auto it = std::upper_bound(functions_.begin(), functions_.end(), addr,
                              [](uint64_t a, const ElfSymbol& s) { return a < s.value; });
