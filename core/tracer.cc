@@ -19,6 +19,7 @@
 
 #include "common/check.h"
 #include "common/hex.h"
+#include "common/signal_names.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
