@@ -1,5 +1,9 @@
-// The clock of trace time stamps: CLOCK_MONOTONIC in nanoseconds. Async-signal-safe
-// (clock_gettime is), so signal handlers may take time stamps too.
+// The clock of every time stamp functracer takes: CLOCK_MONOTONIC in nanoseconds.
+// Trace records carry it (doc/trace-format.md: processes traced together share it,
+// so their records interleave), the engine's timeouts and statistics measure with it,
+// and the returns handled inside the traced process are converted to it from the time
+// stamp counter (core/fast_return.h). clock_gettime is async-signal-safe
+// (signal-safety(7)), and so is this.
 #pragma once
 
 #include <time.h>

@@ -7,11 +7,11 @@
 #include <string>
 #include <system_error>
 
+#include "common/hex.h"
+
 namespace ft {
 
 namespace {
-
-constexpr char kHexDigits[] = "0123456789abcdef";
 
 void append_u64(std::string& out, uint64_t v) {
   char buf[24];

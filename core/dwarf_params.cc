@@ -17,22 +17,13 @@
 #include <string_view>
 #include <utility>
 
+#include "common/hex.h"
+
 namespace ft {
 namespace {
 
 constexpr int kMaxTypeChain = 64;  // typedef/qualifier hops before giving up (corrupt DWARF)
 constexpr int kMaxNesting = 64;    // DIE nesting depth walked when indexing
-
-std::string hex(const unsigned char* p, size_t n) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    s += kHex[p[i] >> 4];
-    s += kHex[p[i] & 0xf];
-  }
-  return s;
-}
 
 // The file has a .debug_info (possibly compressed) with contents.
 bool has_debug_info(Elf* elf) {
@@ -275,7 +266,7 @@ std::unique_ptr<DwarfParams> DwarfParams::open(const std::string& path,
       const void* bits = nullptr;
       ssize_t len = dwelf_elf_gnu_build_id(impl->elf, &bits);
       if (len > 0 &&
-          hex(static_cast<const unsigned char*>(bits), static_cast<size_t>(len)) != want_build_id)
+          bytes_to_hex({static_cast<const unsigned char*>(bits), static_cast<size_t>(len)}) != want_build_id)
         return nullptr;  // a stale debug file for another build
     }
     impl->dwarf = dwarf_begin_elf(impl->elf, DWARF_C_READ, nullptr);

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "arch/arch.h"
+#include "common/hex.h"
 
 namespace ft {
 namespace {
@@ -566,13 +567,7 @@ bool Loader::build_id_from(Elf_Data* data) {
     const auto* base = static_cast<const unsigned char*>(data->d_buf);
     if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
         std::memcmp(base + name_off, "GNU", 4) == 0) {
-      static const char kHex[] = "0123456789abcdef";
-      build_id.clear();
-      build_id.reserve(2 * nh.n_descsz);
-      for (size_t i = 0; i < nh.n_descsz; ++i) {
-        build_id += kHex[base[desc_off + i] >> 4];
-        build_id += kHex[base[desc_off + i] & 0xf];
-      }
+      build_id = bytes_to_hex({base + desc_off, nh.n_descsz});
       return true;
     }
     offset = next;
@@ -776,20 +771,6 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
               return a.second < b.second;
             });
   return image;
-}
-
-uint64_t ElfImage::min_vaddr() const {
-  static const uint64_t page = [] {
-    long p = ::sysconf(_SC_PAGESIZE);
-    return p > 0 ? static_cast<uint64_t>(p) : uint64_t{4096};
-  }();
-  bool any = false;
-  uint64_t lo = 0;
-  for (const ElfSegment& s : segments_) {
-    if (!any || s.vaddr < lo) lo = s.vaddr;
-    any = true;
-  }
-  return lo & ~(page - 1);
 }
 
 const ElfSymbol* ElfImage::function_at(uint64_t addr) const {

@@ -5,9 +5,9 @@
 //    (st_value) and size; STT_GNU_IFUNC symbols are marked (the resolver runs once,
 //    the implementation it returns is what should be traced);
 //  - synthetic "NAME@plt" symbols for PLT stubs (.plt / .plt.sec, from .rela.plt);
-//  - the ELF type (ET_EXEC: addresses are absolute; ET_DYN: add the load bias),
-//    entry point, PT_INTERP, PT_LOAD segments, build-id (NT_GNU_BUILD_ID, hex), and
-//    .gnu_debuglink.
+//  - the ELF type (ET_EXEC: addresses are absolute; ET_DYN: add the load bias, which
+//    common/load_bias.h computes from the PT_LOAD segments and a mapping), entry point,
+//    PT_INTERP, PT_LOAD segments, build-id (NT_GNU_BUILD_ID, hex), and .gnu_debuglink.
 //
 // Errors (missing file, not ELF, truncated or corrupt) are Results naming the path.
 #pragma once
@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/load_bias.h"
 #include "common/result.h"
 
 namespace ft {
@@ -34,10 +35,7 @@ struct ElfSymbol {
   bool dynamic = false;   // present in .dynsym (exported)
 };
 
-struct ElfSegment {
-  uint64_t vaddr = 0, memsz = 0, offset = 0, filesz = 0;
-  uint32_t flags = 0;     // PF_R | PF_W | PF_X
-};
+using ElfSegment = LoadSegment;  // a PT_LOAD program header
 
 class ElfImage {
  public:
@@ -63,9 +61,6 @@ class ElfImage {
   // Function symbols (STT_FUNC, STT_GNU_IFUNC, PLT stubs) with a non-zero address in
   // this file, sorted by address. Several names may share an address (aliases).
   const std::vector<ElfSymbol>& functions() const { return functions_; }
-  // Lowest PT_LOAD vaddr rounded down to the page: the load bias is
-  // (address of the mapping with file offset 0) - min_vaddr().
-  uint64_t min_vaddr() const;
   // The function whose [value, value+size) contains addr (size 0: exact match).
   const ElfSymbol* function_at(uint64_t addr) const;
   const ElfSymbol* find(const std::string& name) const;

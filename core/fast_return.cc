@@ -7,15 +7,13 @@
 #include "arch/arch.h"
 #include "arch/return_stub.h"
 #include "common/check.h"
+#include "common/clock.h"
+
+#include "common/clock.h"
 
 namespace ft::fastret {
 namespace {
 
-uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 }  // namespace
 
@@ -39,10 +37,10 @@ uint64_t read_tsc() {
 TscClock::TscClock() {
   // A first rate from a short interval; later pairs refine it.
   tsc0_ = read_tsc();
-  ns0_ = now_ns();
+  ns0_ = monotonic_ns();
   uint64_t until = ns0_ + 2000000;
   uint64_t ns;
-  do ns = now_ns(); while (ns < until);
+  do ns = monotonic_ns(); while (ns < until);
   tsc1_ = read_tsc();
   ns1_ = ns;
   ns_per_tick_ = static_cast<double>(ns1_ - ns0_) / static_cast<double>(tsc1_ - tsc0_ ? tsc1_ - tsc0_ : 1);
@@ -50,7 +48,7 @@ TscClock::TscClock() {
 
 void TscClock::sample() {
   uint64_t t = read_tsc();
-  uint64_t ns = now_ns();
+  uint64_t ns = monotonic_ns();
   if (t <= tsc1_) return;
   tsc1_ = t;
   ns1_ = ns;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/signal_names.h"
 #include "core/elf_image.h"
 #include "core/log.h"
 #include "core/ptrace.h"
@@ -29,17 +30,6 @@ PluginCall* volatile g_call = nullptr;
 volatile sig_atomic_t g_fault_sig = 0;
 void* volatile g_fault_addr = nullptr;
 void (*g_engine_fault)(int sig, void* addr) = nullptr;
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    default: return "a fatal signal";
-  }
-}
 
 void on_fault(int sig, siginfo_t* si, void*) {
   PluginCall* c = g_call;

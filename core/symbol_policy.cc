@@ -1,9 +1,5 @@
 #include "core/symbol_policy.h"
 
-#include <cxxabi.h>
-
-#include <cstdlib>
-
 namespace ft {
 
 unsigned hooks_for(const std::string& name) {
@@ -49,21 +45,6 @@ bool not_a_called_function(const std::string& name) {
   for (const char* n : kExact)
     if (name == n) return true;
   return name.starts_with("_dl_runtime_resolve_") || name.starts_with("_dl_runtime_profile_");
-}
-
-std::string demangle(const std::string& name) {
-  if (!name.starts_with("_Z")) return name;
-  int status = 0;
-  std::string base = name, suffix;
-  if (auto at = name.find('@'); at != std::string::npos) {
-    base = name.substr(0, at);
-    suffix = name.substr(at);
-  }
-  char* d = abi::__cxa_demangle(base.c_str(), nullptr, nullptr, &status);
-  if (!d) return name;
-  std::string out = std::string(d) + suffix;
-  std::free(d);
-  return out;
 }
 
 }  // namespace ft

@@ -28,7 +28,5 @@ unsigned hooks_for(const std::string& name);
 bool is_fragment(const std::string& name);
 // Code entered without a call: [sp] holds no return address.
 bool not_a_called_function(const std::string& name);
-// C++ names demangled with abi::__cxa_demangle (a "@..." suffix is kept); others as is.
-std::string demangle(const std::string& name);
 
 }  // namespace ft

@@ -19,6 +19,8 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/hex.h"
+#include "common/signal_names.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
@@ -49,19 +51,11 @@ void Tracer::on_engine_fault(int sig, void* addr) {
   auto put = [&](const char* s) {
     while (*s && n < sizeof line - 1) line[n++] = *s++;
   };
-  const char* name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
-                     : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : "a fatal signal";
   put("functracer: internal error (");
-  put(name);
+  put(SignalName(sig).c_str());
   if (addr) {
-    char hex[19] = "0x";
-    uintptr_t v = reinterpret_cast<uintptr_t>(addr);
-    int digits = 1;
-    while (digits < 16 && (v >> (4 * digits))) ++digits;
-    for (int i = 0; i < digits; ++i) hex[2 + i] = "0123456789abcdef"[(v >> (4 * (digits - 1 - i))) & 15];
-    hex[2 + digits] = 0;
     put(" at ");
-    put(hex);
+    put(HexNumber(reinterpret_cast<uintptr_t>(addr)).c_str());
   }
   put("); restoring the traced processes and exiting\n");
   (void)!::write(2, line, n);

@@ -28,6 +28,7 @@
 #include "core/process.h"
 #include "core/process_table.h"
 #include "core/return_hooks.h"
+#include "common/clock.h"
 #include "common/result.h"
 #include "core/stop_queue.h"
 #include "core/wait_status.h"

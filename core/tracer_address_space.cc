@@ -15,6 +15,8 @@
 #include "arch/arch.h"
 #include "core/register_signature.h"
 #include "common/check.h"
+#include "common/demangle.h"
+#include "common/load_bias.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
@@ -163,7 +165,8 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     return;
   }
   m->elf = img;
-  m->bias = img->is_dyn() ? mm.base - img->min_vaddr() : 0;
+  // No segment at the mapping's offset: nothing can be placed, the base will do.
+  m->bias = load_bias(img->is_dyn(), img->segments(), mm.base, mm.offset).value_or(mm.base);
   // Plugins explain unmatched patterns better when they know the program is stripped.
   if (is_main && !img->has_symtab()) host_.set_option("main_stripped", mm.path);
   Module& mod = *m;

@@ -54,12 +54,6 @@ std::string WaitStatus::describe() const {
   return "unknown status";
 }
 
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  if (abbrev) return std::string("SIG") + abbrev;
-  return "signal " + std::to_string(sig);
-}
-
 bool is_fault_signal(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE; }
 
 }  // namespace ft

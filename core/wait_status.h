@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "common/signal_names.h"  // signal_name(), for the signals a status carries
+
 namespace ft {
 
 struct WaitStatus {
@@ -24,8 +26,6 @@ struct WaitStatus {
   std::string describe() const;
 };
 
-// "SIGSEGV" for 11; "signal 42" for numbers without a name.
-std::string signal_name(int sig);
 // SIGSEGV, SIGBUS, SIGILL, SIGFPE: signals an instruction raises.
 bool is_fault_signal(int sig);
 

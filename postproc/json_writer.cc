@@ -3,12 +3,11 @@
 #include <charconv>
 
 #include "common/check.h"
+#include "common/hex.h"
 
 namespace ft::post {
 
 namespace {
-
-constexpr char kHexDigits[] = "0123456789abcdef";
 
 void append_u_escape(std::string& out, unsigned cp) {
   char esc[6] = {'\\', 'u', kHexDigits[(cp >> 12) & 15], kHexDigits[(cp >> 8) & 15],

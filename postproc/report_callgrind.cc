@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "common/demangle.h"
 #include "postproc/call_graph.h"
-#include "postproc/demangle.h"
 
 namespace ft::post {
 

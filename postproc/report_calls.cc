@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/demangle.h"
 #include "postproc/call_model.h"
-#include "postproc/demangle.h"
 #include "postproc/json_writer.h"
 
 namespace ft::post {

@@ -7,10 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "common/demangle.h"
+#include "common/signal_names.h"
 #include "common/trace_record.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
-#include "postproc/demangle.h"
 #include "postproc/json_writer.h"
 #include "postproc/live_heap.h"
 
@@ -242,7 +243,7 @@ class ChromeObserver : public CallObserver {
 
   static std::string signal_name(const TraceRecord& r, const std::string* name) {
     if (name && !name->empty()) return *name;
-    return fmt::format("signal {}", r.get_int("signal").value_or(0));
+    return ft::signal_name(static_cast<int>(r.get_int("signal").value_or(0)));
   }
 
   void append_us(uint64_t ns) {

@@ -12,9 +12,9 @@
 
 #include <string>
 
+#include "common/demangle.h"
 #include "common/result.h"
 #include "common/trace_record.h"
-#include "postproc/demangle.h"
 #include "postproc/report.h"
 
 namespace ft::post {

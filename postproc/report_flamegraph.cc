@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "functracer/schema.h"
+#include "common/demangle.h"
 #include "postproc/call_model.h"
-#include "postproc/demangle.h"
 #include "postproc/heap_counts.h"
 #include "postproc/heap_peak.h"
 #include "postproc/heap_session.h"

@@ -5,11 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "common/demangle.h"
+#include "common/signal_names.h"
 #include "common/trace_record.h"
 #include "functracer/schema.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
-#include "postproc/demangle.h"
 
 namespace ft::post {
 
@@ -28,7 +29,7 @@ class TreeObserver : public CallObserver {
       if (name && !name->empty()) {
         text += *name;
       } else {
-        text += std::to_string(r.get_int(schema::key::kSignal).value_or(0));
+        text += signal_name(static_cast<int>(r.get_int(schema::key::kSignal).value_or(0)));
       }
       annotate(r.tid, text + ">");
     } else if (r.type == schema::type::kLost) {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 #include "postproc/group_filter.h"
 #include "postproc/json_writer.h"
 #include "postproc/report_frame.h"

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <iterator>
 
+#include "common/hex.h"
+#include "common/load_bias.h"
+
 namespace ft::post {
 
 namespace {
-
-// Pages are 4 KiB on x86-64; the fallback below also finds the segment with larger pages.
-constexpr uint64_t kPageSize = 4096;
 
 // libdwfl looks build-ids of fewer bytes up nowhere (MIN_BUILD_ID_BYTES).
 constexpr size_t kMinBuildIdBytes = 3;
@@ -33,17 +33,6 @@ std::string absolute_dir(const std::string& dir) {
 bool is_build_id(const std::string& id) {
   return id.size() >= 2 * kMinBuildIdBytes && id.size() % 2 == 0 &&
          id.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::string to_hex(const unsigned char* bits, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    s += kDigits[bits[i] >> 4];
-    s += kDigits[bits[i] & 15];
-  }
-  return s;
 }
 
 const char* attr_string(Dwarf_Die* die, unsigned name) {
@@ -114,7 +103,7 @@ struct Symbolizer::ModuleFile {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* module = nullptr;
   bool dyn = false;  // ET_DYN: mapped at a load bias
-  std::vector<GElf_Phdr> loads;
+  std::vector<LoadSegment> loads;
   ResolvedAddress unresolved;  // what every address in an unusable file resolves to
   std::unordered_map<uint64_t, ResolvedAddress> cache;  // link-time address -> result
 
@@ -238,7 +227,7 @@ std::string Symbolizer::open(ModuleFile& f, const std::string& file) {
   const unsigned char* bits = nullptr;
   GElf_Addr id_vaddr = 0;
   int n = dwfl_module_build_id(f.module, &bits, &id_vaddr);
-  std::string file_id = n > 0 ? to_hex(bits, static_cast<size_t>(n)) : std::string();
+  std::string file_id = n > 0 ? bytes_to_hex({bits, static_cast<size_t>(n)}) : std::string();
   // A trace without a build-id for the module (the tracer could not read it) leaves
   // nothing to check.
   if (!f.build_id.empty() && file_id != f.build_id) {
@@ -253,7 +242,7 @@ std::string Symbolizer::open(ModuleFile& f, const std::string& file) {
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(elf, static_cast<int>(i), &ph) != nullptr && ph.p_type == PT_LOAD) {
-      f.loads.push_back(ph);
+      f.loads.push_back(LoadSegment{ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags});
     }
   }
   if (f.dyn && f.loads.empty()) return reject("it has no loadable segment");
@@ -297,30 +286,11 @@ bool Symbolizer::load(ModuleFile& f) {
   return fail(why + "; not found by build-id either, tried " + tried);
 }
 
-std::optional<uint64_t> Symbolizer::bias(const ModuleFile& f, const Mapping& m) const {
-  if (!f.dyn) return 0;
-  // The kernel maps a segment from its offset rounded down to the page, at its vaddr
-  // rounded down the same way: that vaddr is what `base` holds.
-  for (const GElf_Phdr& ph : f.loads) {
-    if ((ph.p_offset & ~(kPageSize - 1)) == m.offset) {
-      return m.base - (ph.p_vaddr - (ph.p_offset - m.offset));
-    }
-  }
-  // Another page size, or a mapping that starts inside a segment.
-  for (const GElf_Phdr& ph : f.loads) {
-    if (m.offset + 0x10000 > ph.p_offset &&
-        m.offset < ph.p_offset + std::max<uint64_t>(ph.p_filesz, 1)) {
-      return m.base - (ph.p_vaddr + m.offset - ph.p_offset);
-    }
-  }
-  return std::nullopt;
-}
-
 Symbolizer::ModuleFile* Symbolizer::usable_file(const Mapping& m, uint64_t* b) {
   ModuleFile& f = *files_[m.file];
   if (f.state == ModuleFile::State::kUnloaded) load(f);
   if (f.state != ModuleFile::State::kReady) return nullptr;
-  std::optional<uint64_t> mb = bias(f, m);
+  std::optional<uint64_t> mb = load_bias(f.dyn, f.loads, m.base, m.offset);
   if (!mb) return nullptr;
   *b = *mb;
   return &f;

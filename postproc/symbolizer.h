@@ -16,10 +16,8 @@
 //
 // Each module file (path + build-id) is opened once with libdwfl, in its own Dwfl at
 // its link-time addresses, and shared by every process and every place it was mapped:
-// a runtime address becomes a link-time one by subtracting the mapping's load bias,
-//   ET_DYN:  bias = base - (vaddr of the PT_LOAD that holds file offset `offset`,
-//            rounded down to the page, i.e. the link-time address mapped at `base`)
-//   ET_EXEC: bias = 0.
+// a runtime address becomes a link-time one by subtracting the load bias of the
+// mapping (base, offset) the module record names (common/load_bias.h).
 // One Dwfl per file (instead of one per process) is what lets modules of different
 // processes, or a module and its replacement, overlap, and makes the cache of resolved
 // addresses (keyed by file and link-time address) serve every process: each distinct
@@ -83,8 +81,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/demangle.h"
 #include "common/trace_record.h"
-#include "postproc/demangle.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {
@@ -171,7 +169,6 @@ class Symbolizer {
   bool load(ModuleFile& f);
   // Opens `file` as f's module; empty when it is usable, else why not.
   std::string open(ModuleFile& f, const std::string& file);
-  std::optional<uint64_t> bias(const ModuleFile& f, const Mapping& m) const;
   void lookup(ModuleFile& f, uint64_t vaddr, ResolvedAddress& out);
 
   Diagnostics& diag_;

@@ -1,4 +1,4 @@
-// Demangling for the reports (postproc/demangle.h): C++ names with their @plt, symbol
+// Demangling for the reports (common/demangle.h): C++ names with their @plt, symbol
 // version and clone suffixes, names that are not mangled, parameters stripped for the
 // short form, and the cache.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 
 namespace ft::post {
 namespace {

@@ -238,7 +238,7 @@ TEST(ElfImageTest, PieExecutable) {
   EXPECT_FALSE(img->is_static());
   EXPECT_EQ(img->machine(), EM_X86_64);
   EXPECT_TRUE(img->has_symtab());
-  EXPECT_EQ(img->min_vaddr(), 0u);
+  EXPECT_EQ(load_bias(img->is_dyn(), img->segments(), 0x555555554000, 0), 0x555555554000u);
   EXPECT_EQ(img->build_id().size(), 40u);
   EXPECT_TRUE(img->debuglink().empty());
   check_against_binutils(*img);
@@ -285,7 +285,7 @@ TEST(ElfImageTest, NonPieExecutable) {
   ASSERT_NE(img, nullptr);
   EXPECT_FALSE(img->is_dyn());
   EXPECT_FALSE(img->is_static());
-  EXPECT_EQ(img->min_vaddr(), 0x400000u);
+  EXPECT_EQ(load_bias(img->is_dyn(), img->segments(), 0x400000, 0), 0u);
   check_against_binutils(*img);
   const ElfSymbol* count = img->find("fx_count_chars");
   ASSERT_NE(count, nullptr);
@@ -413,7 +413,7 @@ TEST(ElfImageTest, SharedLibrary) {
   EXPECT_TRUE(img->is_dyn());
   EXPECT_TRUE(img->interp().empty());
   EXPECT_TRUE(img->has_symtab());
-  EXPECT_EQ(img->min_vaddr(), 0u);
+  EXPECT_EQ(load_bias(img->is_dyn(), img->segments(), 0x7f0000000000, 0), 0x7f0000000000u);
   check_against_binutils(*img);
 
   const ElfSymbol* exported = img->find("ftlib_exported");
@@ -699,7 +699,7 @@ TEST(ElfImageErrorTest, FuzzedFilesDoNotCrash) {
           (void)img.function_at(s.value);
           (void)img.find(s.name);
         }
-        (void)img.min_vaddr();
+        (void)load_bias(img.is_dyn(), img.segments(), 0x7f0000000000, 0);
       } else {
         ++failed;
         EXPECT_NE(r.error().message.find(file), std::string::npos) << r.error().message;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "json_checker.h"
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 #include "postproc/report_dump.h"
 #include "postproc_fixture.h"
 

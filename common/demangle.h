@@ -1,4 +1,5 @@
-// Demangling of the symbol names found in traces.
+// Demangling of symbol names, for the engine (the demangled name it offers plugins with
+// every symbol, which -a patterns are matched against) and the post-processor.
 //
 // Traces record mangled (linkage) names, because they are exact and unique; reports show
 // them demangled. Only Itanium C++ ABI names ("_Z...") are passed to
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace ft::post {
+namespace ft {
 
 // "_Z3fooi" -> "foo(int)"; "_Z3fooi@plt" -> "foo(int)@plt"; "main" -> "main".
 // Names that do not demangle are returned unchanged.
@@ -35,4 +36,4 @@ class Demangler {
   std::unordered_map<std::string, std::string> short_;
 };
 
-}  // namespace ft::post
+}  // namespace ft

@@ -1,11 +1,11 @@
-#include "postproc/demangle.h"
+#include "common/demangle.h"
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 #include <memory>
 
-namespace ft::post {
+namespace ft {
 
 namespace {
 
@@ -90,4 +90,4 @@ const std::string& Demangler::short_name(const std::string& mangled) {
   return it->second;
 }
 
-}  // namespace ft::post
+}  // namespace ft
