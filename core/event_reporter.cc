@@ -7,6 +7,7 @@
 
 #include "arch/arch.h"
 #include "common/clock.h"
+#include "functracer/schema.h"
 
 namespace ft {
 
@@ -45,9 +46,9 @@ void EventReporter::report_unwound(Thread& t, const std::vector<ShadowFrame>& fr
 void EventReporter::record_lost(Process& p, Thread& t, int64_t count, const std::string& reason) {
   if (p.silent && !p.reports_to) return;
   TraceRecord r;
-  r.type = "lost";
-  r.add("count", count);
-  r.add("reason", reason);
+  r.type = schema::type::kLost;
+  r.add(schema::key::kCount, count);
+  r.add(schema::key::kReason, reason);
   ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
   host_.record(c, r);
 }
@@ -73,17 +74,17 @@ Status EventReporter::open_trace(Process& p) {
   timespec rt{};
   clock_gettime(CLOCK_REALTIME, &rt);
   TraceRecord r;
-  r.type = "header";
+  r.type = schema::type::kHeader;
   r.tid = p.pid();
   r.ts_ns = monotonic_ns();
-  r.add("format", static_cast<int64_t>(kTraceFormatVersion));
-  r.add("arch", std::string(arch::host().name));
-  r.add("pid", static_cast<int64_t>(p.pid()));
-  r.add("exe", p.exe);
-  r.add("cmdline", p.cmdline);
-  r.add("start_realtime_ns", static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec);
-  r.add("plugins", host_.names());
-  r.add("backtrace_depth", static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
+  r.add(schema::key::kFormat, static_cast<int64_t>(kTraceFormatVersion));
+  r.add(schema::key::kArch, std::string(arch::host().name));
+  r.add(schema::key::kPid, static_cast<int64_t>(p.pid()));
+  r.add(schema::key::kExe, p.exe);
+  r.add(schema::key::kCmdline, p.cmdline);
+  r.add(schema::key::kStartRealtimeNs, static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec);
+  r.add(schema::key::kPlugins, host_.names());
+  r.add(schema::key::kBacktraceDepth, static_cast<int64_t>(opts_.backtrace_depth < 0 ? kDefaultBacktraceDepth : opts_.backtrace_depth));
   p.trace->write(r);
   // On disk before it has its name: a file that exists is a trace, even if
   // functracer is killed now.
@@ -97,12 +98,12 @@ Status EventReporter::open_trace(Process& p) {
 void EventReporter::write_module(Process& p, const Module& m) {
   if (m.data_file) return;
   TraceRecord r;
-  r.type = "module";
+  r.type = schema::type::kModule;
   r.tid = p.pid();
   r.ts_ns = monotonic_ns();
-  r.add("base", Hex{m.map.base}).add("end", Hex{m.map.end}).add("offset", Hex{m.map.offset});
-  r.add("path", m.map.path).add("build_id", m.elf ? m.elf->build_id() : std::string());
-  if (m.map.deleted) r.add("deleted", static_cast<int64_t>(1));
+  r.add(schema::key::kBase, Hex{m.map.base}).add(schema::key::kEnd, Hex{m.map.end}).add(schema::key::kOffset, Hex{m.map.offset});
+  r.add(schema::key::kPath, m.map.path).add(schema::key::kBuildId, m.elf ? m.elf->build_id() : std::string());
+  if (m.map.deleted) r.add(schema::key::kDeleted, static_cast<int64_t>(1));
   p.trace->write(r);
 }
 

@@ -22,6 +22,7 @@
 #include "common/hex.h"
 #include "common/signal_names.h"
 #include "core/log.h"
+#include "functracer/schema.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
@@ -235,8 +236,8 @@ void Tracer::handle_new_task(Thread& parent, int event) {
   if (is_thread) {
     nt = &procs_.add_thread(pp, new_tid);
     TraceRecord r;
-    r.type = "thread";
-    r.add("parent", static_cast<int64_t>(parent.tid));
+    r.type = schema::type::kThread;
+    r.add(schema::key::kParent, static_cast<int64_t>(parent.tid));
     report_.lifecycle(pp, nt, FT_EVENT_THREAD_CREATED, parent.tid, 0, nullptr, std::move(r), "+++ thread created +++");
   } else {
     bool shares_mm = event == PTRACE_EVENT_VFORK || same_address_space(parent.tid, new_tid);
@@ -269,8 +270,8 @@ void Tracer::handle_new_task(Thread& parent, int event) {
       if (auto s = report_.open_trace(c); !s) log::error("{}", s.error().message);
       report_.write_modules(c);
       TraceRecord r;
-      r.type = "process";
-      r.add("ppid", static_cast<int64_t>(pp.pid()));
+      r.type = schema::type::kProcess;
+      r.add(schema::key::kPpid, static_cast<int64_t>(pp.pid()));
       report_.lifecycle(c, nt, FT_EVENT_PROCESS_CREATED, pp.pid(), 0, shares_mm ? "vfork" : "fork", std::move(r),
                 fmt::format("+++ process {} created by {} +++", new_tid, pp.pid()));
     }
@@ -326,13 +327,13 @@ void Tracer::handle_exec(Thread& t) {
   if (first) {
     if (auto s = report_.open_trace(p); !s) log::error("{}", s.error().message);
     TraceRecord r;
-    r.type = "process";
-    r.add("ppid", static_cast<int64_t>(::getpid()));
+    r.type = schema::type::kProcess;
+    r.add(schema::key::kPpid, static_cast<int64_t>(::getpid()));
     report_.lifecycle(p, &t, FT_EVENT_PROCESS_CREATED, 0, 0, "launch", std::move(r), "");
   } else {
     TraceRecord r;
-    r.type = "exec";
-    r.add("exe", p.exe);
+    r.type = schema::type::kExec;
+    r.add(schema::key::kExe, p.exe);
     report_.lifecycle(p, &t, FT_EVENT_EXEC, 0, 0, p.exe.c_str(), std::move(r), "+++ exec " + p.exe + " +++");
   }
   if (auto s = setup_address_space(p, t, *regs); !s)
@@ -353,9 +354,9 @@ void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   }
   if (!p.silent) {
     TraceRecord r;
-    r.type = "thread_exit";
+    r.type = schema::type::kThreadExit;
     int64_t status = ws.kind == WaitStatus::Kind::Exited ? ws.exit_code : 128 + ws.signal;
-    r.add("status", status);
+    r.add(schema::key::kStatus, status);
     report_.lifecycle(p, &t, FT_EVENT_THREAD_EXITED, status, 0, nullptr, std::move(r), "");
   }
   procs_.remove_thread(t);
@@ -371,8 +372,8 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
     code = ws.exit_code;
     if (!p.silent) {
       TraceRecord r;
-      r.type = "exit";
-      r.add("status", static_cast<int64_t>(code));
+      r.type = schema::type::kExit;
+      r.add(schema::key::kStatus, static_cast<int64_t>(code));
       report_.lifecycle(p, leader, FT_EVENT_EXITED, code, 0, nullptr, std::move(r),
                 fmt::format("+++ exited (status {}) +++", code));
     }
@@ -382,10 +383,10 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
     bool fault = is_fault_signal(ws.signal) && p.fatal_signal == ws.signal && p.fault_addr_valid;
     if (!p.silent) {
       TraceRecord r;
-      r.type = "killed";
-      r.add("signal", static_cast<int64_t>(ws.signal));
-      r.add("name", name);
-      if (fault) r.add("address", Hex{p.fault_addr});
+      r.type = schema::type::kKilled;
+      r.add(schema::key::kSignal, static_cast<int64_t>(ws.signal));
+      r.add(schema::key::kName, name);
+      if (fault) r.add(schema::key::kAddress, Hex{p.fault_addr});
       report_.lifecycle(p, leader, FT_EVENT_KILLED, ws.signal, fault ? p.fault_addr : 0, name.c_str(), std::move(r),
                 fmt::format("+++ killed by {} +++", name));
     }
@@ -418,9 +419,9 @@ void Tracer::handle_signal(Thread& t, int sig) {
   if (!p.silent) {
     std::string name = signal_name(sig);
     TraceRecord r;
-    r.type = "signal";
-    r.add("signal", static_cast<int64_t>(sig));
-    r.add("name", name);
+    r.type = schema::type::kSignal;
+    r.add(schema::key::kSignal, static_cast<int64_t>(sig));
+    r.add(schema::key::kName, name);
     report_.lifecycle(p, &t, FT_EVENT_SIGNAL, sig, 0, name.c_str(), std::move(r), "--- " + name + " ---");
   }
   resume(t, sig);

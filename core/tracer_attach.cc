@@ -27,6 +27,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "functracer/schema.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/tracer.h"
@@ -235,9 +236,9 @@ Status Tracer::setup_attached(Process& p) {
   {
     long ppid = status_number(p.pid(), "PPid");
     TraceRecord r;
-    r.type = "process";
-    r.add("ppid", static_cast<int64_t>(ppid));
-    r.add("attached", static_cast<int64_t>(1));
+    r.type = schema::type::kProcess;
+    r.add(schema::key::kPpid, static_cast<int64_t>(ppid));
+    r.add(schema::key::kAttached, static_cast<int64_t>(1));
     report_.lifecycle(p, leader, FT_EVENT_PROCESS_CREATED, 0, 1, "attach", std::move(r),
               fmt::format("+++ attached to process {} +++", p.pid()));
   }
@@ -419,7 +420,7 @@ void Tracer::detach_process(Process& p) {
   if (!p.silent) {
     Thread* leader = p.leader();
     TraceRecord r;
-    r.type = "detach";
+    r.type = schema::type::kDetach;
     report_.lifecycle(p, leader, FT_EVENT_DETACHED, 0, 0, nullptr, std::move(r),
               fmt::format("+++ detached from process {} +++", p.pid()));
   }

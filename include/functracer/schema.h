@@ -92,6 +92,19 @@ inline constexpr char kStatus[] = "status";
 inline constexpr char kPlugins[] = "plugins";
 inline constexpr char kCmdline[] = "cmdline";
 inline constexpr char kBuildId[] = "build_id";
+// The engine's own records (header, module, lifecycle).
+inline constexpr char kFormat[] = "format";
+inline constexpr char kArch[] = "arch";
+inline constexpr char kPid[] = "pid";
+inline constexpr char kStartRealtimeNs[] = "start_realtime_ns";
+inline constexpr char kBacktraceDepth[] = "backtrace_depth";
+inline constexpr char kBase[] = "base";
+inline constexpr char kEnd[] = "end";
+inline constexpr char kOffset[] = "offset";
+inline constexpr char kDeleted[] = "deleted";
+inline constexpr char kParent[] = "parent";
+inline constexpr char kPpid[] = "ppid";
+inline constexpr char kAttached[] = "attached";
 // The string arguments of a call, keyed by the integer argument register (0..5).
 inline constexpr const char* kStr[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
 }  // namespace key
