@@ -11,15 +11,18 @@
 #include <cstdint>
 #include <string>
 
+#include "common/remote_addr.h"
+
 namespace ft {
 
 struct Registers {
   user_regs_struct raw{};
 
-  uint64_t ip() const;
-  void set_ip(uint64_t v);
-  uint64_t sp() const;
-  void set_sp(uint64_t v);
+  // The program counter and the stack pointer: tracee addresses.
+  RemoteAddr ip() const;
+  void set_ip(RemoteAddr v);
+  RemoteAddr sp() const;
+  void set_sp(RemoteAddr v);
   // Integer argument i (0-based) of the platform C calling convention, at function
   // entry (x86-64 SysV: rdi rsi rdx rcx r8 r9; beyond that 0).
   uint64_t arg(unsigned i) const;

@@ -74,7 +74,7 @@ struct Backtracer::Impl {
   // the whole stack is then left to libunwind, so that the result is always the one
   // libunwind would give.
   bool walk_rules(const Registers& r, bool skip_first, std::span<uint64_t> out, size_t& n) {
-    uint64_t ip = r.ip(), sp = r.sp(), bp = r.raw.rbp;
+    uint64_t ip = r.ip().value(), sp = r.sp().value(), bp = r.raw.rbp;
     bool first = true;
     // One step to the caller: 1 done, 0 the outermost frame, -1 needs libunwind.
     auto step = [&]() -> int {
@@ -287,7 +287,7 @@ size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool sk
     if (std::none_of(s.patches.begin(), s.patches.end(), [&](const auto& e) { return e.first == f.slot; }))
       s.patches.emplace_back(f.slot, f.real_ret);
   }
-  s.win_lo = s.win_hi = regs.sp();
+  s.win_lo = s.win_hi = regs.sp().value();
   s.win_at_end = false;
   s.window.clear();
   s.window.reserve(kFirstWindow);
@@ -303,7 +303,7 @@ size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool sk
       if (m != n || !std::equal(check.begin(), check.begin() + static_cast<ptrdiff_t>(m), out.begin())) {
         if (++stats_.mismatches <= 10)
           log::warn("backtrace by frame rules differs from libunwind's at pc {:#x} ({} frames against {})",
-                    regs.ip(), n, m);
+                    regs.ip().value(), n, m);
         n = m;
         std::copy_n(check.begin(), m, out.begin());
       }

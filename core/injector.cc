@@ -18,7 +18,7 @@ Result<uint64_t> Injector::syscall(Thread& t, const Registers& saved, RemoteAddr
   r.set(sc.number, static_cast<uint64_t>(nr));
   size_t i = 0;
   for (uint64_t a : args) r.set(sc.args[i++], a);
-  r.set_ip(stub.value());
+  r.set_ip(stub);
   r.set_no_restart();
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
@@ -36,15 +36,15 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
   const arch::Traits& host = arch::host();
   const arch::CallConvention& cc = host.call;
   RemoteAddr ret = p.space.areas.front()->call_return();
-  uint64_t sp = cc.call_sp(saved.sp());
+  RemoteAddr sp(cc.call_sp(saved.sp().value()));
   Registers r = saved;
   if (cc.return_address == arch::CallConvention::ReturnAddress::Pushed) {
-    if (auto s = p.mem().write_u64(RemoteAddr(sp), ret.value()); !s) return s.error();
+    if (auto s = p.mem().write_u64(sp, ret.value()); !s) return s.error();
   } else {
     r.set(cc.link, ret.value());
   }
   r.set_sp(sp);
-  r.set_ip(fn.value());
+  r.set_ip(fn);
   r.set(cc.args[0], arg);
   if (cc.zero != arch::kNoReg) r.set(cc.zero, 0);
   r.set_no_restart();  // a thread stopped in a system call must not restart it here
@@ -58,7 +58,7 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
 
 Status Injector::settle_after_exec(Thread& t, Registers& regs) {
   Process& p = *t.process;
-  RemoteAddr ip(regs.ip());
+  RemoteAddr ip = regs.ip();
   Result<Registers> after = Error::msg("");
   {
     auto patch = CodePatch::apply(p.mem(), ip, arch::host().trap);
@@ -67,7 +67,7 @@ Status Injector::settle_after_exec(Thread& t, Registers& regs) {
   }
   if (!after) return after.error();
   regs = *after;
-  regs.set_ip(ip.value());
+  regs.set_ip(ip);
   return ptrace::set_regs(t.tid, regs);
 }
 
@@ -84,11 +84,11 @@ Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
     if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) {
       auto now = ptrace::get_regs(t.tid);
       if (!now) return now.error();
-      if (now->ip() == expect_ip.value()) return *now;
+      if (now->ip() == expect_ip) return *now;
       // A breakpoint in code functracer runs (a function it calls): step over it,
       // unreported.
       Process& p = *t.process;
-      auto bp = p.space.breakpoints.find(arch::host().trap_address(RemoteAddr(now->ip())).value());
+      auto bp = p.space.breakpoints.find(arch::host().trap_address(now->ip()).value());
       if (bp != p.space.breakpoints.end() && !p.space.is_trampoline(bp->second.addr)) {
         if (auto s = apply_relocation(p.mem(), bp->second, *now); !s) return s.error();
         if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();

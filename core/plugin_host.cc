@@ -127,10 +127,10 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
   }
   bool skip_first = false;
   if (c->call_pc) {
-    regs.set_ip(c->call_pc);
+    regs.set_ip(RemoteAddr(c->call_pc));
     skip_first = true;
   } else if (c->return_to) {
-    regs.set_ip(c->return_to);
+    regs.set_ip(RemoteAddr(c->return_to));
   }
   Process& p = *c->process;
   if (!p.space.unwinder) p.space.unwinder = std::make_unique<Backtracer>();

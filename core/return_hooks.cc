@@ -48,20 +48,20 @@ void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uin
 
 bool ReturnHooks::finish_return(Thread& t, Registers& regs) {
   uint64_t now = monotonic_ns();
-  auto r = t.stack.pop(regs.sp());
+  auto r = t.stack.pop(regs.sp().value());
   if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
   if (!r.found) {
     // A stack that moved between threads (a coroutine suspended on one thread and
     // resumed on another): its frame is on the other thread's shadow stack.
     for (auto& [tid, other] : t.process->threads()) {
       if (other.get() == &t) continue;
-      r = other->stack.take(regs.sp());
+      r = other->stack.take(regs.sp().value());
       if (r.found) break;
     }
   }
   if (!r.found) return false;
   report_.report_returns(t, regs, r, now);
-  regs.set_ip(r.real_ret);
+  regs.set_ip(RemoteAddr(r.real_ret));
   return true;
 }
 
@@ -168,7 +168,7 @@ void ReturnHooks::release(Thread& t) {
   t.fast_records.clear();
 }
 
-void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
+void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   if (stopped) stopped->sp_word_valid = false;
   if (p.space.fast_data.null()) return;
   std::vector<Thread*> threads;
@@ -189,7 +189,7 @@ void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
   bool with_stopped = stopped && stopped->fast_slot >= 0 && !stopped->fast_records.empty();
   RemoteMemory::Piece pieces[3] = {
       {p.space.fast_data + static_cast<int64_t>(fastret::top_offset(lo)), tops.data(), tops.size() * 8},
-      {RemoteAddr(sp), &word, 8},
+      {sp, &word, 8},
       {with_stopped ? p.space.fast_data + static_cast<int64_t>(fastret::block_offset(stopped->fast_slot) +
                                                          (stopped->fast_records.size() - 1) * fastret::kRecordSize)
                     : RemoteAddr(),
@@ -198,7 +198,7 @@ void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
   size_t npieces = !stopped ? 1 : with_stopped ? 3 : 2;
   if (npieces > 1 && p.mem().read_pieces({pieces, npieces})) {
     stopped->sp_word = word;
-    stopped->sp_word_at = sp;
+    stopped->sp_word_at = sp.value();
     stopped->sp_word_valid = true;
   } else {
     with_stopped = false;
@@ -249,8 +249,8 @@ void ReturnHooks::drain(Process& p, Thread* stopped, uint64_t sp) {
     Registers regs;
     regs.set(arch::host().call.ret, e.r.rax);
     regs.set(arch::host().call.ret2, e.r.rdx);
-    regs.set_sp(e.r.slot + 8);
-    regs.set_ip(r.real_ret);
+    regs.set_sp(RemoteAddr(e.r.slot + 8));
+    regs.set_ip(RemoteAddr(r.real_ret));
     ++stats_.fast_returns;
     report_.report_returns(t, regs, r, now, &e.r);
   }

@@ -51,7 +51,7 @@ class ReturnHooks {
   // Reports the returns the process handled since the last stop; call before handling
   // any stop of the process. stopped, sp: the thread whose stop this is and its sp;
   // the word there is read along (Thread::sp_word).
-  void drain(Process& p, Thread* stopped = nullptr, uint64_t sp = 0);
+  void drain(Process& p, Thread* stopped = nullptr, RemoteAddr sp = RemoteAddr());
   // Writes the thread's records again after its shadow stack changed other than by a
   // push or a drained return.
   void sync(Thread& t);

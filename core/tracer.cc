@@ -66,12 +66,12 @@ void Tracer::on_engine_fault(int sig, void* addr) {
       for (auto& [tid, th] : p->threads()) {
         if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
         if (auto regs = ptrace::get_regs(tid)) {
-          uint64_t at = arch::host().trap_address(RemoteAddr(regs->ip())).value();
-          bool hook = p->space.is_trampoline(RemoteAddr(at)) || p->space.fast_slow_stop(RemoteAddr(at)) >= 0;
-          if (p->space.breakpoints.count(at) || hook) {
+          RemoteAddr at = arch::host().trap_address(regs->ip());
+          bool hook = p->space.is_trampoline(at) || p->space.fast_slow_stop(at) >= 0;
+          if (p->space.breakpoints.count(at.value()) || hook) {
             // On the original instruction again; a return through the trampoline
             // goes to the real return address, which is the frame's own.
-            if (hook && !th->stack.empty()) regs->set_ip(th->stack.frames().back().real_ret);
+            if (hook && !th->stack.empty()) regs->set_ip(RemoteAddr(th->stack.frames().back().real_ret));
             else regs->set_ip(at);
             (void)ptrace::set_regs(tid, *regs);
           }
@@ -451,9 +451,9 @@ void Tracer::on_syscall(Thread& t) {
 void Tracer::handle_sigtrap(Thread& t) {
   Process& p = *t.process;
   auto regs = ptrace::get_regs(t.tid);
-  returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : 0);
+  returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : RemoteAddr());
   if (!regs) return;  // vanished; its exit status follows
-  RemoteAddr at = arch::host().trap_address(RemoteAddr(regs->ip()));
+  RemoteAddr at = arch::host().trap_address(regs->ip());
   if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
     on_return(t, *regs);
     return;

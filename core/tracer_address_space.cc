@@ -43,7 +43,7 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   RemoteAddr stub;
   std::optional<CodePatch> temp;
   if (p.space.areas.empty()) {
-    stub = p.space.scratch.null() ? RemoteAddr(regs.ip()) : p.space.scratch;
+    stub = p.space.scratch.null() ? regs.ip() : p.space.scratch;
     auto patch = CodePatch::apply(p.mem(), stub, arch::host().syscall.stub);
     if (!patch) return nullptr;
     temp.emplace(std::move(*patch));

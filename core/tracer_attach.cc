@@ -337,13 +337,13 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
         Process& p = *t->process;
         auto regs = ptrace::get_regs(tid);
         if (!regs) return;
-        RemoteAddr at = arch::host().trap_address(RemoteAddr(regs->ip()));
+        RemoteAddr at = arch::host().trap_address(regs->ip());
         if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
           if (!returns_.finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
           (void)ptrace::set_regs(tid, *regs);
         } else if (p.space.breakpoints.count(at.value())) {
-          regs->set_ip(at.value());  // runs the original instruction once it is back
+          regs->set_ip(at);  // runs the original instruction once it is back
           (void)ptrace::set_regs(tid, *regs);
         } else {
           t->held_signal = SIGTRAP;
@@ -410,7 +410,7 @@ void Tracer::detach_process(Process& p) {
   for (auto& [tid, t] : p.threads()) {
     if (p.space.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
-    if (regs && p.space.is_return_hook(regs->ip()) && returns_.finish_return(*t, *regs))
+    if (regs && p.space.is_return_hook(regs->ip().value()) && returns_.finish_return(*t, *regs))
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);

@@ -28,14 +28,14 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   uint64_t addr = bp_ref.addr.value();
   unsigned hooks = bp_ref.hooks;
   Registers at_breakpoint = regs;
-  at_breakpoint.set_ip(addr);
+  at_breakpoint.set_ip(RemoteAddr(addr));
   EventReporter::AtStop at_stop(report_, at_breakpoint);
   if (hooks & kHookReturnSite) {
-    auto r = t.stack.pop_site(regs.sp(), addr);
+    auto r = t.stack.pop_site(regs.sp().value(), addr);
     if (r.found) report_.report_returns(t, regs, r, monotonic_ns());
-    if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
+    if (t.rearm_ip == addr && t.rearm_sp == regs.sp().value()) {
       t.rearm_ip = t.rearm_sp = 0;
-      returns_.rearm(t, regs.sp());
+      returns_.rearm(t, regs.sp().value());
     }
   }
   if (hooks & kHookModuleInit) resolve_ifuncs(p, t, regs);
@@ -53,7 +53,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       // planting only adds, which leaves pointers into the table valid.
       auto it = p.space.breakpoints.find(addr);
       if (it == p.space.breakpoints.end()) {
-        regs.set_ip(addr);  // the instruction is back in place
+        regs.set_ip(RemoteAddr(addr));  // the instruction is back in place
         (void)ptrace::set_regs(t.tid, regs);
         resume(t);
         return;
@@ -64,14 +64,14 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   bool reported = bp->traced && enabled_ && (!p.silent || p.reports_to);
 
   if (hooks & kHookUnwindStart) returns_.disarm(t);
-  if (hooks & kHookCatch) returns_.rearm(t, regs.sp());
+  if (hooks & kHookCatch) returns_.rearm(t, regs.sp().value());
   if (hooks & kHookBacktrace) {
     // backtrace() returns normally: put the trampolines back when it does.
-    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())); ret && !p.space.is_return_hook(*ret)) {
+    if (auto ret = p.mem().peek(t.tid, regs.sp()); ret && !p.space.is_return_hook(*ret)) {
       if (Breakpoint* site = plant_raw(p, t, regs, *ret, "_Unwind_Backtrace return site")) {
         site->hooks |= kHookReturnSite;
         t.rearm_ip = *ret;
-        t.rearm_sp = regs.sp() + 8;
+        t.rearm_sp = (regs.sp() + 8).value();
       }
     }
   }
@@ -79,9 +79,9 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     // Not traced itself, but reached by a jump from hijacked frames (a traced
     // _setjmp@plt): it would save the trampoline as its return address. Hand those
     // frames over to a return-site breakpoint and put the real address back.
-    if (auto ret = p.mem().peek(t.tid, RemoteAddr(regs.sp())))
-      if (uint64_t real = t.stack.to_site(regs.sp(), p.space.trampoline.value(), hook_value(*ret))) {
-        (void)p.mem().poke(t.tid, RemoteAddr(regs.sp()), real);
+    if (auto ret = p.mem().peek(t.tid, regs.sp()))
+      if (uint64_t real = t.stack.to_site(regs.sp().value(), p.space.trampoline.value(), hook_value(*ret))) {
+        (void)p.mem().poke(t.tid, regs.sp(), real);
         if (Breakpoint* site = plant_raw(p, t, regs, real, "return site"))
           site->hooks |= kHookReturnSite;
       }
@@ -93,7 +93,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     uint64_t now = monotonic_ns();
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
     if (fn.return_mask) {
-      RemoteAddr slot(regs.sp());
+      RemoteAddr slot = regs.sp();
       // Read with the return records at the start of the stop, unless a hook may have
       // written there since.
       auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot.value() ? Result<uint64_t>(t.sp_word)
@@ -143,7 +143,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
     log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr,
               s.error().message);
-    regs.set_ip(addr);
+    regs.set_ip(RemoteAddr(addr));
     (void)ptrace::set_regs(t.tid, regs);
     (void)ptrace::cont(t.tid, SIGSEGV);
     return;

@@ -36,10 +36,10 @@ auto field(Regs& r, int reg) -> decltype(&r.rax) {
 
 }  // namespace
 
-uint64_t Registers::ip() const { return raw.rip; }
-void Registers::set_ip(uint64_t v) { raw.rip = v; }
-uint64_t Registers::sp() const { return raw.rsp; }
-void Registers::set_sp(uint64_t v) { raw.rsp = v; }
+RemoteAddr Registers::ip() const { return RemoteAddr(raw.rip); }
+void Registers::set_ip(RemoteAddr v) { raw.rip = v.value(); }
+RemoteAddr Registers::sp() const { return RemoteAddr(raw.rsp); }
+void Registers::set_sp(RemoteAddr v) { raw.rsp = v.value(); }
 uint64_t Registers::ret() const { return get(x86_64().call.ret); }
 void Registers::set_no_restart() { set(x86_64().syscall.restart, x86_64().syscall.no_restart); }
 

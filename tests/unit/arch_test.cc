@@ -123,10 +123,10 @@ TEST(Arch, SyscallAndCallRegisters) {
   r.set(x.call.zero, 0);
   EXPECT_EQ(r.raw.rax, 0u);
   r.set(16, 0x1234);  // rip
-  EXPECT_EQ(r.ip(), 0x1234u);
+  EXPECT_EQ(r.ip(), RemoteAddr(0x1234));
   r.raw.rsp = 0x7ff0;
   r.raw.rbp = 0x7ff8;
-  EXPECT_EQ(r.get(x.stack_pointer), r.sp());
+  EXPECT_EQ(r.get(x.stack_pointer), r.sp().value());
   EXPECT_EQ(r.get(x.frame_pointer), 0x7ff8u);
   EXPECT_EQ(r.get(x.call.ret2), r.raw.rdx);
 
