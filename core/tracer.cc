@@ -1,7 +1,6 @@
-// Tracer, part 2: the loop — waiting for stops, classifying them, and the life of
-// threads and processes (new tasks, exec, exit, signals); reporting to plugins.
-// Launch, calls/returns and the address space are in tracer_launch.cc,
-// tracer_calls.cc and tracer_address_space.cc.
+// The Tracer's loop: each stop from the StopQueue dispatched by kind, and the life of
+// threads and processes (new tasks, exec, exit, signals). The map of the engine is in
+// doc/internals.md §1.
 #include "core/tracer.h"
 #include "arch/arch.h"
 

@@ -1,7 +1,10 @@
-// Tracer: the ptrace control loop. It launches the program (fork, PTRACE_SEIZE, exec),
-// waits for every stop of every traced thread (waitpid(-1, __WALL)), and turns stops
-// into events: entry breakpoints, trampoline hits (returns), new threads and
-// processes, exec, signals, exits. See doc/internals.md for the life of a stop.
+// Tracer: the ptrace control loop. It launches the program (fork, PTRACE_SEIZE, exec)
+// or attaches to running ones, takes every stop of every traced thread from its
+// StopQueue, and turns stops into events: entry breakpoints, trampoline hits
+// (returns), new threads and processes, exec, signals, exits. It owns the parts that
+// do the rest, each with its own state: the ProcessTable (processes, their threads and
+// address spaces), the StopQueue, the Injector, the EventReporter and the ReturnHooks.
+// doc/internals.md §1 maps them and follows one breakpoint hit to one trace line.
 //
 // Cost model: an entry breakpoint costs one ptrace stop (the displaced instruction is
 // emulated or run out of line, never single-stepped); a traced return costs one more

@@ -1,5 +1,6 @@
-// Tracer, part 4: the traced address space — running code in the tracee (injected
-// system calls), out-of-line areas, modules and their symbols, planting breakpoints.
+// The Tracer and the address space it instruments: out-of-line areas (mapped through
+// the Injector), modules and their symbols offered to the plugins, planting
+// breakpoints. The bookkeeping itself is AddressSpace's (address_space.h).
 #include <signal.h>
 #include <elf.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-// Tracer, part 5: attaching to running processes (-p) and letting go of them.
+// The attach/detach session: attaching to running processes (-p) and letting go of them.
 //
 // Attach: every thread listed in /proc/PID/task is seized (the list is read again
 // until a pass finds no thread it has not tried: threads created meanwhile by a

@@ -1,5 +1,5 @@
-// Tracer, part 3: entry breakpoints and the return trampoline — what happens at the
-// stop of a traced call or return, and the shadow stack's exception handling.
+// Entry breakpoints and trampoline stops: what happens at the stop of a traced call or
+// return. The return hooks themselves are ReturnHooks' (return_hooks.h).
 #include <signal.h>
 
 #include <algorithm>

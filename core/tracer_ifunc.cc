@@ -1,4 +1,4 @@
-// Tracer, part 6: IFUNCs. An STT_GNU_IFUNC symbol (strlen, memcpy in glibc) is a
+// IFUNCs. An STT_GNU_IFUNC symbol (strlen, memcpy in glibc) is a
 // resolver: the dynamic linker calls it while relocating and binds the name to the
 // implementation it returns (__strlen_avx2 on one machine, __strlen_sse2 on another).
 // The implementation is what runs, for calls through the PLT and for the library's

@@ -1,4 +1,4 @@
-// Tracer, part 1: launching a program under ptrace, and what functracer's own signals
+// Launching a program under ptrace, and what functracer's own signals
 // mean for it.
 #include <fcntl.h>
 #include <signal.h>
