@@ -61,13 +61,16 @@ TEST(Schema, AllocWithoutAlignOrFramesAndHugeSize) {
 TEST(Schema, HostileAllocReadsSafely) {
   // No address: not a block. A negative size reads as 0.
   EXPECT_FALSE(sc::AllocRecord::read(parsed("1 1 1 alloc function=\"malloc\" size=8")));
-  auto a = sc::AllocRecord::read(parsed("1 1 1 alloc size=-8 address=0x20 frames=\"x\""));
+  // The view points into the record: the record outlives it.
+  TraceRecord a_rec = parsed("1 1 1 alloc size=-8 address=0x20 frames=\"x\"");
+  auto a = sc::AllocRecord::read(a_rec);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->size, 0u);
   EXPECT_EQ(a->function, "");
   EXPECT_TRUE(a->frames.empty());
   // An address written as a non-negative integer is accepted, like get_hex does.
-  auto b = sc::FreeRecord::read(parsed("1 1 1 free address=32"));
+  TraceRecord b_rec = parsed("1 1 1 free address=32");
+  auto b = sc::FreeRecord::read(b_rec);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->address, 32u);
   EXPECT_FALSE(sc::FreeRecord::read(parsed("1 1 1 free address=-1")));
@@ -78,7 +81,8 @@ TEST(Schema, FreeAndBadFreeLines) {
             "5 77 1000 free function=\"_ZdlPv\" address=0xabc");
   std::string bad = line_of(sc::type::kBadFree, sc::BadFreeRecord{"free", 0x10, sc::reason::kDouble, {}});
   EXPECT_EQ(bad, "5 77 1000 bad_free function=\"free\" address=0x10 reason=\"double\"");
-  auto back = sc::BadFreeRecord::read(parsed(bad));
+  TraceRecord back_rec = parsed(bad);
+  auto back = sc::BadFreeRecord::read(back_rec);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->reason, "double");
 }
@@ -94,7 +98,8 @@ TEST(Schema, FileopsLines) {
   sc::FdRecord open{"memfd_create", 3, sc::key::kName, "buf \"x\"", {}};
   std::string line = line_of(sc::type::kFdOpen, open);
   EXPECT_EQ(line, "5 77 1000 fd_open function=\"memfd_create\" fd=3 name=\"buf \\\"x\\\"\"");
-  auto back = sc::FdRecord::read(parsed(line));
+  TraceRecord back_rec = parsed(line);
+  auto back = sc::FdRecord::read(back_rec);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->fd, 3);
   EXPECT_EQ(std::string(back->path_key), "name");
@@ -106,7 +111,8 @@ TEST(Schema, FileopsLines) {
   sc::StreamRecord s{"popen", 0x1234, -1, sc::key::kCommand, "ls -l", "r", {}};
   std::string sline = line_of(sc::type::kFileOpen, s);
   EXPECT_EQ(sline, "5 77 1000 file_open function=\"popen\" stream=0x1234 fd=-1 command=\"ls -l\" mode=\"r\"");
-  auto sback = sc::StreamRecord::read(parsed(sline));
+  TraceRecord sback_rec = parsed(sline);
+  auto sback = sc::StreamRecord::read(sback_rec);
   ASSERT_TRUE(sback);
   EXPECT_EQ(sback->fd, -1);
   EXPECT_EQ(sback->path, "ls -l");
