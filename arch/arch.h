@@ -120,6 +120,9 @@ struct Traits {
 
   // The instruction under an entry breakpoint (arch/relocation.h).
   Relocation (*relocate)(std::span<const uint8_t> code, uint64_t insn_addr, uint64_t slot_addr);
+  Relocation relocate_at(std::span<const uint8_t> code, RemoteAddr insn, RemoteAddr slot) const {
+    return relocate(code, insn.value(), slot.value());
+  }
 
   // Parameter registers of the platform C calling convention (arch/calling_convention.h).
   ArgRegisters (*arg_registers)(const FunctionType& fn);

@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/remote_addr.h"
+
 namespace ft::arch {
 
 // Effect of an emulated instruction. Addresses are absolute tracee addresses.
@@ -34,9 +36,9 @@ struct Emulation {
     JumpMem,     // ip = 8-byte value read at mem (jmp [rip+disp], e.g. PLT stubs)
   };
   Kind kind = Kind::SetIp;
-  uint64_t target = 0;
-  uint64_t return_addr = 0;
-  uint64_t mem = 0;
+  RemoteAddr target{};
+  RemoteAddr return_addr{};
+  RemoteAddr mem{};
 };
 
 struct Relocation {

@@ -43,6 +43,8 @@ struct Module {
   bool dwarf_tried = false;
   bool init_hooked = false;  // its .init carries a kHookModuleInit breakpoint (or cannot)
   bool data_file = false;    // a mapped file that is not ELF (/etc/ld.so.cache, a locale archive)
+  // Where a link-time address of the module is in the process.
+  RemoteAddr runtime(uint64_t link_addr) const { return RemoteAddr(link_addr + bias); }
 };
 
 // What the plugins want of a function: bit i of a mask stands for the i-th plugin;
@@ -123,11 +125,11 @@ class AddressSpace {
   void reset();
 
   std::vector<std::unique_ptr<Module>> modules;
-  std::unordered_map<uint64_t, Breakpoint> breakpoints;  // by address
+  std::unordered_map<RemoteAddr, Breakpoint> breakpoints;  // by address
   std::vector<FunctionInfo> functions;                   // by id
   std::vector<std::unique_ptr<SsolArea>> areas;
   std::vector<PendingIfunc> ifuncs;  // not resolved yet
-  std::unordered_map<uint64_t, uint64_t> ifunc_impls;  // implementation -> resolver, once resolved
+  std::unordered_map<RemoteAddr, RemoteAddr> ifunc_impls;  // implementation -> resolver, once resolved
   RemoteAddr trampoline;
   // Returns handled in the process (fast_return.h): the mapping (null: not mapped
   // yet), whether it cannot be (no fast returns in this process), which thread has
@@ -136,7 +138,7 @@ class AddressSpace {
   bool fast_unavailable = false;
   std::vector<pid_t> fast_owner;
   std::vector<RemoteAddr> fast_stubs;
-  std::unordered_map<uint64_t, int> fast_stub_slot;  // stub address -> block
+  std::unordered_map<RemoteAddr, int> fast_stub_slot;  // stub address -> block
   RemoteAddr r_debug;                    // the dynamic linker's struct r_debug, if known
   std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace
   // Where functracer may write temporary code while every thread is stopped (the
@@ -146,13 +148,13 @@ class AddressSpace {
 
   bool is_trampoline(RemoteAddr ip) const { return !trampoline.null() && ip == trampoline; }
   // A hijacked return address: the trampoline or a thread's stub.
-  bool is_return_hook(uint64_t v) const {
-    return (!trampoline.null() && v == trampoline.value()) || fast_stub_slot.count(v);
+  bool is_return_hook(RemoteAddr v) const {
+    return (!trampoline.null() && v == trampoline) || fast_stub_slot.count(v);
   }
   // The stub whose slow path stopped at `at` (the int3), or -1.
   int fast_slow_stop(RemoteAddr at) const {
     if (fast_stub_slot.empty()) return -1;
-    auto it = fast_stub_slot.find(at.value() - fastret::kSlowTrapOffset);
+    auto it = fast_stub_slot.find(at - fastret::kSlowTrapOffset);
     return it == fast_stub_slot.end() ? -1 : it->second;
   }
   const Module* module_at(RemoteAddr a) const;

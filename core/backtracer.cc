@@ -284,8 +284,8 @@ size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool sk
   for (const ShadowFrame& f : t.stack.frames()) {
     if (!f.armed || f.site) continue;
     // Tail-call partners share a slot; the outermost frame holds the real address.
-    if (std::none_of(s.patches.begin(), s.patches.end(), [&](const auto& e) { return e.first == f.slot; }))
-      s.patches.emplace_back(f.slot, f.real_ret);
+    if (std::none_of(s.patches.begin(), s.patches.end(), [&](const auto& e) { return e.first == f.slot.value(); }))
+      s.patches.emplace_back(f.slot.value(), f.real_ret.value());
   }
   s.win_lo = s.win_hi = regs.sp().value();
   s.win_at_end = false;

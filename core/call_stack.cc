@@ -2,7 +2,7 @@
 
 namespace ft {
 
-std::vector<ShadowFrame> CallStack::drop_below(uint64_t slot, bool include_equal) {
+std::vector<ShadowFrame> CallStack::drop_below(RemoteAddr slot, bool include_equal) {
   std::vector<ShadowFrame> out;
   while (!frames_.empty()) {
     const ShadowFrame& top = frames_.back();
@@ -14,13 +14,13 @@ std::vector<ShadowFrame> CallStack::drop_below(uint64_t slot, bool include_equal
   return out;
 }
 
-std::vector<ShadowFrame> CallStack::drop_stale(uint64_t slot, bool include_equal) {
+std::vector<ShadowFrame> CallStack::drop_stale(RemoteAddr slot, bool include_equal) {
   // The topmost frame on this slot's stack, under frames of other stacks (a handler on
   // an alternate signal stack, a coroutine's stack): if it is dead, so is everything
   // entered after it, whatever its stack — the thread siglongjmp'ed out of the handler.
   std::vector<ShadowFrame> out;
   size_t i = frames_.size();
-  auto same_stack = [slot](uint64_t s) {
+  auto same_stack = [slot](RemoteAddr s) {
     return (s > slot ? s - slot : slot - s) <= kSameStackDistance;
   };
   while (i > 0 && !same_stack(frames_[i - 1].slot)) --i;
@@ -38,7 +38,7 @@ std::vector<ShadowFrame> CallStack::drop_stale(uint64_t slot, bool include_equal
   return out;
 }
 
-CallStack::Entry CallStack::push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn,
+CallStack::Entry CallStack::push(RemoteAddr slot, RemoteAddr ret_at_slot, RemoteAddr trampoline, uint32_t fn,
                                  uint64_t now) {
   Entry e;
   bool tail = ret_at_slot == trampoline;
@@ -66,9 +66,9 @@ CallStack::Entry CallStack::push(uint64_t slot, uint64_t ret_at_slot, uint64_t t
   return e;
 }
 
-CallStack::Return CallStack::pop(uint64_t sp_after) {
+CallStack::Return CallStack::pop(RemoteAddr sp_after) {
   Return r;
-  uint64_t slot = sp_after - 8;
+  RemoteAddr slot = sp_after - 8;
   // The trampoline was reached through this slot, so the topmost frame hijacking it
   // is the one returning, and everything above it was abandoned — whatever stack
   // those frames were on (a siglongjmp out of a handler on an alternate stack).
@@ -94,9 +94,9 @@ CallStack::Return CallStack::pop(uint64_t sp_after) {
   return r;
 }
 
-CallStack::Return CallStack::take(uint64_t sp_after) {
+CallStack::Return CallStack::take(RemoteAddr sp_after) {
   Return r;
-  uint64_t slot = sp_after - 8;
+  RemoteAddr slot = sp_after - 8;
   size_t idx = frames_.size();
   while (idx > 0 && !(frames_[idx - 1].slot == slot && !frames_[idx - 1].site)) --idx;
   if (idx == 0) return r;
@@ -111,9 +111,9 @@ CallStack::Return CallStack::take(uint64_t sp_after) {
   return r;
 }
 
-uint64_t CallStack::to_site(uint64_t slot, uint64_t trampoline, uint64_t ret_at_slot) {
-  if (ret_at_slot != trampoline || frames_.empty() || frames_.back().slot != slot) return 0;
-  uint64_t real = frames_.back().real_ret;
+RemoteAddr CallStack::to_site(RemoteAddr slot, RemoteAddr trampoline, RemoteAddr ret_at_slot) {
+  if (ret_at_slot != trampoline || frames_.empty() || frames_.back().slot != slot) return RemoteAddr();
+  RemoteAddr real = frames_.back().real_ret;
   for (auto it = frames_.rbegin(); it != frames_.rend() && it->slot == slot; ++it) {
     it->site = true;
     it->armed = false;
@@ -121,7 +121,7 @@ uint64_t CallStack::to_site(uint64_t slot, uint64_t trampoline, uint64_t ret_at_
   return real;
 }
 
-CallStack::SiteEntry CallStack::push_site(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn,
+CallStack::SiteEntry CallStack::push_site(RemoteAddr slot, RemoteAddr ret_at_slot, RemoteAddr trampoline, uint32_t fn,
                                           uint64_t now) {
   SiteEntry e;
   bool tail = !frames_.empty() && frames_.back().slot == slot &&
@@ -150,7 +150,7 @@ CallStack::SiteEntry CallStack::push_site(uint64_t slot, uint64_t ret_at_slot, u
   return e;
 }
 
-CallStack::Return CallStack::pop_site(uint64_t sp_after, uint64_t ip) {
+CallStack::Return CallStack::pop_site(RemoteAddr sp_after, RemoteAddr ip) {
   Return r;
   if (frames_.empty()) return r;
   const ShadowFrame& top = frames_.back();
@@ -166,8 +166,8 @@ CallStack::Return CallStack::pop_site(uint64_t sp_after, uint64_t ip) {
   return r;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> CallStack::disarm() {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
+std::vector<std::pair<RemoteAddr, RemoteAddr>> CallStack::disarm() {
+  std::vector<std::pair<RemoteAddr, RemoteAddr>> out;
   for (auto& f : frames_) {
     if (f.armed && !f.tail && !f.site) out.emplace_back(f.slot, f.real_ret);
     if (!f.site) f.armed = false;
@@ -177,7 +177,7 @@ std::vector<std::pair<uint64_t, uint64_t>> CallStack::disarm() {
   return out;
 }
 
-CallStack::Rearm CallStack::rearm(uint64_t sp) {
+CallStack::Rearm CallStack::rearm(RemoteAddr sp) {
   Rearm r;
   // Called at a function entry, where [sp] is the return address of that very call:
   // frames whose slot is at or below sp were unwound through.

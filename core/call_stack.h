@@ -23,11 +23,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/remote_addr.h"
+
 namespace ft {
 
 struct ShadowFrame {
-  uint64_t slot = 0;      // stack address of the hijacked return address
-  uint64_t real_ret = 0;  // the return address the function was called with
+  RemoteAddr slot;        // stack address of the hijacked return address
+  RemoteAddr real_ret;    // the return address the function was called with
   uint32_t fn = 0;        // the caller's function id
   uint64_t entry_ns = 0;
   bool tail = false;      // entered by a tail call: shares slot with the frame below
@@ -42,14 +44,14 @@ struct ShadowFrame {
 class CallStack {
  public:
   // Slots farther apart than this are on different stacks.
-  static constexpr uint64_t kSameStackDistance = 256ull << 20;
+  static constexpr int64_t kSameStackDistance = 256ull << 20;
 
   struct Entry {
     std::vector<ShadowFrame> abandoned;  // popped (innermost first): report as unwound
     bool write_trampoline = false;       // the caller must write the trampoline into slot
   };
   // A traced function was entered; ret_at_slot is the value currently at [slot].
-  Entry push(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
+  Entry push(RemoteAddr slot, RemoteAddr ret_at_slot, RemoteAddr trampoline, uint32_t fn, uint64_t now);
   // Remove the frame push() just added (the hijack could not be written).
   void pop_last() { frames_.pop_back(); }
   // The frame push() just added hooks its return with the thread's stub.
@@ -64,40 +66,40 @@ class CallStack {
   // must put the real return address back into the slot (restore_slot).
   struct SiteEntry {
     std::vector<ShadowFrame> abandoned;
-    uint64_t real_ret = 0;
+    RemoteAddr real_ret;
     bool restore_slot = false;
   };
-  SiteEntry push_site(uint64_t slot, uint64_t ret_at_slot, uint64_t trampoline, uint32_t fn, uint64_t now);
+  SiteEntry push_site(RemoteAddr slot, RemoteAddr ret_at_slot, RemoteAddr trampoline, uint32_t fn, uint64_t now);
   // An untraced returns-twice function was reached by a tail call from hijacked
   // frames (ret_at_slot is the trampoline): they become site frames. Returns the real
-  // return address to put back into the slot, or 0 when there is nothing to do.
-  uint64_t to_site(uint64_t slot, uint64_t trampoline, uint64_t ret_at_slot);
+  // return address to put back into the slot, or null when there is nothing to do.
+  RemoteAddr to_site(RemoteAddr slot, RemoteAddr trampoline, RemoteAddr ret_at_slot);
   // A return-site breakpoint at ip was hit with sp_after: pops the matching site frame
   // (found == false when this thread has none there, e.g. a longjmp landing).
-  Return pop_site(uint64_t sp_after, uint64_t ip);
+  Return pop_site(RemoteAddr sp_after, RemoteAddr ip);
 
   struct Return {
     bool found = false;
-    uint64_t real_ret = 0;
+    RemoteAddr real_ret;
     std::vector<ShadowFrame> abandoned;  // innermost first: unwound (longjmp)
     std::vector<ShadowFrame> returned;   // innermost first: returned with the same value
   };
   // The trampoline was reached with sp_after = the stack pointer after the ret. The
   // topmost frame hijacking that slot returns (with its tail-call partners); frames
   // above it are reported abandoned.
-  Return pop(uint64_t sp_after);
+  Return pop(RemoteAddr sp_after);
   // Removes only the frames hijacking that slot (with tail partners), leaving the
   // others: the return happened on another thread (a stack that moved threads).
-  Return take(uint64_t sp_after);
+  Return take(RemoteAddr sp_after);
 
   // Slots to restore (slot, real return address) so an unwinder sees real addresses.
-  std::vector<std::pair<uint64_t, uint64_t>> disarm();
+  std::vector<std::pair<RemoteAddr, RemoteAddr>> disarm();
   bool disarmed() const { return disarmed_; }
   struct Rearm {
     std::vector<ShadowFrame> dead;   // innermost first: unwound (exception)
-    std::vector<uint64_t> slots;     // write the trampoline into these
+    std::vector<RemoteAddr> slots;   // write the trampoline into these
   };
-  Rearm rearm(uint64_t sp);
+  Rearm rearm(RemoteAddr sp);
 
   // Everything, innermost first (thread exit, exec, detach).
   std::vector<ShadowFrame> take_all();
@@ -119,10 +121,10 @@ class CallStack {
  private:
   // Frames above (deeper than) `slot` on the same stack, or exactly at it when
   // include_equal, are abandoned.
-  std::vector<ShadowFrame> drop_below(uint64_t slot, bool include_equal);
+  std::vector<ShadowFrame> drop_below(RemoteAddr slot, bool include_equal);
   // drop_below, after dropping the frames of other stacks entered after a dead frame
   // of this slot's stack (a siglongjmp out of a handler on an alternate stack).
-  std::vector<ShadowFrame> drop_stale(uint64_t slot, bool include_equal);
+  std::vector<ShadowFrame> drop_stale(RemoteAddr slot, bool include_equal);
 
   std::vector<ShadowFrame> frames_;  // outermost first
   bool disarmed_ = false;

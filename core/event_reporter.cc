@@ -136,7 +136,7 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
 }
 
 void EventReporter::call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth,
-                         const FunctionInfo& fn, uint64_t call_pc) {
+                         const FunctionInfo& fn, RemoteAddr call_pc) {
   ft_ctx c = ctx(p, &t, &regs, now, depth);
   c.call_pc = call_pc;
   host_.call(c, fn);

@@ -59,7 +59,7 @@ class EventReporter {
   ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0) const;
 
   void call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth, const FunctionInfo& fn,
-            uint64_t call_pc);
+            RemoteAddr call_pc);
   // deferred: the record of a return handled in the process (its xmm0), or null.
   void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
                       const fastret::Record* deferred = nullptr);

@@ -88,7 +88,7 @@ Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
       // A breakpoint in code functracer runs (a function it calls): step over it,
       // unreported.
       Process& p = *t.process;
-      auto bp = p.space.breakpoints.find(arch::host().trap_address(now->ip()).value());
+      auto bp = p.space.breakpoints.find(arch::host().trap_address(now->ip()));
       if (bp != p.space.breakpoints.end() && !p.space.is_trampoline(bp->second.addr)) {
         if (auto s = apply_relocation(p.mem(), bp->second, *now); !s) return s.error();
         if (auto s = ptrace::set_regs(t.tid, *now); !s) return s.error();

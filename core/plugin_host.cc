@@ -126,29 +126,29 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
     regs = *r;
   }
   bool skip_first = false;
-  if (c->call_pc) {
-    regs.set_ip(RemoteAddr(c->call_pc));
+  if (!c->call_pc.null()) {
+    regs.set_ip(c->call_pc);
     skip_first = true;
-  } else if (c->return_to) {
-    regs.set_ip(RemoteAddr(c->return_to));
+  } else if (!c->return_to.null()) {
+    regs.set_ip(c->return_to);
   }
   Process& p = *c->process;
   if (!p.space.unwinder) p.space.unwinder = std::make_unique<Backtracer>();
   static_assert(sizeof(ft_addr) == sizeof(uint64_t));
-  if (c->unwound_ret) {
+  if (!c->unwound_ret.null()) {
     // The function a return address lies in (addresses are looked up at ret - 1).
-    auto function_of = [&](uint64_t ret) -> const ElfSymbol* {
-      const Module* m = p.space.module_at(RemoteAddr(ret - 1));
-      return m && m->elf ? m->elf->function_at(ret - 1 - m->bias) : nullptr;
+    auto function_of = [&](RemoteAddr ret) -> const ElfSymbol* {
+      const Module* m = p.space.module_at(ret - 1);
+      return m && m->elf ? m->elf->function_at((ret - 1).value() - m->bias) : nullptr;
     };
-    frames[0] = c->unwound_ret;
+    frames[0] = c->unwound_ret.value();
     int n = 1;
     const ElfSymbol* caller = function_of(c->unwound_ret);
     if (!caller || max == 1) return n;
     std::vector<uint64_t> now(static_cast<size_t>(max) + 64);
     size_t got = p.space.unwinder->capture(p, *c->thread, regs, false, now);
     for (size_t j = 0; j < got; ++j) {
-      if (function_of(now[j] + (j == 0 ? 1 : 0)) != caller) continue;
+      if (function_of(RemoteAddr(now[j]) + (j == 0 ? 1 : 0)) != caller) continue;
       for (size_t k = j + 1; k < got && n < max; ++k) frames[n++] = now[k];
       break;
     }

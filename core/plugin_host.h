@@ -28,12 +28,12 @@ struct ft_ctx {
   bool fp_valid = false;
   // Where a backtrace starts: at a call, the traced function's entry (its own frame is
   // left out); at a return, the real return address (regs->ip is the trampoline).
-  uint64_t call_pc = 0;
-  uint64_t return_to = 0;
+  ft::RemoteAddr call_pc;
+  ft::RemoteAddr return_to;
   // At an unwound frame: the return address it would have returned to. Its caller may
   // be gone too; the backtrace is that address, then the frames of the thread's
   // present stack above that caller's frame, if it is still there.
-  uint64_t unwound_ret = 0;
+  ft::RemoteAddr unwound_ret;
   const ft_syscall* syscall = nullptr;  // at a system call stop
   // A return handled in the process, reported later (fast_return.h): only the return
   // registers are known; memory and the stack have moved on.

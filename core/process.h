@@ -36,15 +36,16 @@ struct Thread {
   bool group_stop = false;
   long syscall_nr = -1;  // the system call between its entry and exit stops
   // Where _Unwind_Backtrace returns to (ip, sp after the return): rearm there.
-  uint64_t rearm_ip = 0, rearm_sp = 0;
+  RemoteAddr rearm_ip, rearm_sp;
   // Returns handled in the process (fast_return.h): the thread's block, -1 if none,
   // and the records functracer wrote there (slot, real return address), outermost
   // first, as it last knew them: the fast frames of `stack`, in order.
   int fast_slot = -1;
-  std::vector<std::pair<uint64_t, uint64_t>> fast_records;
+  std::vector<std::pair<RemoteAddr, RemoteAddr>> fast_records;
   // The word at sp_word_at (the thread's sp at this stop), read with the records.
   bool sp_word_valid = false;
-  uint64_t sp_word_at = 0, sp_word = 0;
+  RemoteAddr sp_word_at;
+  uint64_t sp_word = 0;
 };
 
 class Process {

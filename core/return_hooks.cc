@@ -22,14 +22,14 @@ ReturnHooks::ReturnHooks(Injector& injector, EventReporter& report, TracerStats&
 
 void ReturnHooks::disarm(Thread& t) {
   Process& p = *t.process;
-  for (auto [slot, real] : t.stack.disarm()) (void)p.mem().write_u64(RemoteAddr(slot), real);
+  for (auto [slot, real] : t.stack.disarm()) (void)p.mem().write_u64(slot, real.value());
 }
 
-void ReturnHooks::rearm(Thread& t, uint64_t sp) {
+void ReturnHooks::rearm(Thread& t, RemoteAddr sp) {
   Process& p = *t.process;
   auto r = t.stack.rearm(sp);
   report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
-  for (uint64_t slot : r.slots) (void)p.mem().write_u64(RemoteAddr(slot), p.space.trampoline.value());
+  for (RemoteAddr slot : r.slots) (void)p.mem().write_u64(slot, p.space.trampoline.value());
 }
 
 void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
@@ -40,28 +40,28 @@ void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uin
   Process& p = *t.process;
   for (const ShadowFrame& f : frames) {
     if (!f.armed || f.tail || f.site) continue;
-    auto v = p.mem().peek(t.tid, RemoteAddr(f.slot));
-    if (v && p.space.is_return_hook(*v)) (void)p.mem().poke(t.tid, RemoteAddr(f.slot), f.real_ret);
+    auto v = p.mem().peek(t.tid, f.slot);
+    if (v && p.space.is_return_hook(RemoteAddr(*v))) (void)p.mem().poke(t.tid, f.slot, f.real_ret.value());
   }
   report_.report_unwound(t, frames, "longjmp", now, base_depth);
 }
 
 bool ReturnHooks::finish_return(Thread& t, Registers& regs) {
   uint64_t now = monotonic_ns();
-  auto r = t.stack.pop(regs.sp().value());
+  auto r = t.stack.pop(regs.sp());
   if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
   if (!r.found) {
     // A stack that moved between threads (a coroutine suspended on one thread and
     // resumed on another): its frame is on the other thread's shadow stack.
     for (auto& [tid, other] : t.process->threads()) {
       if (other.get() == &t) continue;
-      r = other->stack.take(regs.sp().value());
+      r = other->stack.take(regs.sp());
       if (r.found) break;
     }
   }
   if (!r.found) return false;
   report_.report_returns(t, regs, r, now);
-  regs.set_ip(RemoteAddr(r.real_ret));
+  regs.set_ip(r.real_ret);
   return true;
 }
 
@@ -105,7 +105,7 @@ int ReturnHooks::block(Process& p, Thread& t, Registers& regs) {
     auto code = fastret::stub_code(top_addr, p.space.fast_data.value() + fastret::block_offset(k));
     if (auto s = p.mem().write(at, code); !s) return -1;
     p.space.fast_stubs[k] = at;
-    p.space.fast_stub_slot[at.value()] = k;
+    p.space.fast_stub_slot[at] = k;
   }
   if (auto s = p.mem().write_u64(RemoteAddr(top_addr), 0); !s) return -1;
   *free_slot = t.tid;
@@ -114,17 +114,17 @@ int ReturnHooks::block(Process& p, Thread& t, Registers& regs) {
   return k;
 }
 
-bool ReturnHooks::push_fast(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret) {
+bool ReturnHooks::push_fast(Thread& t, Registers& regs, RemoteAddr slot, RemoteAddr real_ret) {
   Process& p = *t.process;
   if (t.stack.disarmed() || t.fast_records.size() >= fastret::kCapacity) return false;
   int k = block(p, t, regs);
   if (k < 0) return false;
   uint64_t n = t.fast_records.size();
   uint64_t stub = p.space.fast_stubs[k].value();
-  uint64_t head[2] = {slot, real_ret};
+  uint64_t head[2] = {slot.value(), real_ret.value()};
   uint64_t top = n + 1;
   RemoteMemory::Piece pieces[] = {
-      {RemoteAddr(slot), &stub, 8},
+      {slot, &stub, 8},
       {p.space.fast_data + static_cast<int64_t>(fastret::block_offset(k) + n * fastret::kRecordSize), head, sizeof head},
       {p.space.fast_data + static_cast<int64_t>(fastret::top_offset(k)), &top, 8},
   };
@@ -137,14 +137,14 @@ bool ReturnHooks::push_fast(Thread& t, Registers& regs, uint64_t slot, uint64_t 
 void ReturnHooks::sync(Thread& t) {
   if (t.fast_slot < 0) return;
   Process& p = *t.process;
-  std::vector<std::pair<uint64_t, uint64_t>> want;
+  std::vector<std::pair<RemoteAddr, RemoteAddr>> want;
   for (const ShadowFrame& f : t.stack.frames())
     if (f.fast) want.emplace_back(f.slot, f.real_ret);
   if (want == t.fast_records) return;
   size_t same = 0;
   while (same < want.size() && same < t.fast_records.size() && want[same] == t.fast_records[same]) ++same;
   std::vector<Record> recs(want.size() - same);
-  for (size_t i = same; i < want.size(); ++i) recs[i - same] = Record{want[i].first, want[i].second, 0, 0, 0, 0, {0, 0}};
+  for (size_t i = same; i < want.size(); ++i) recs[i - same] = Record{want[i].first.value(), want[i].second.value(), 0, 0, 0, 0, {0, 0}};
   uint64_t top = want.size();
   int k = t.fast_slot;
   RemoteMemory::Piece pieces[2] = {
@@ -198,7 +198,7 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   size_t npieces = !stopped ? 1 : with_stopped ? 3 : 2;
   if (npieces > 1 && p.mem().read_pieces({pieces, npieces})) {
     stopped->sp_word = word;
-    stopped->sp_word_at = sp.value();
+    stopped->sp_word_at = sp;
     stopped->sp_word_valid = true;
   } else {
     with_stopped = false;
@@ -235,13 +235,13 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
   for (const Ret& e : rets) {
     Thread& t = *e.t;
-    if (t.fast_records.empty() || t.fast_records.back().first != e.r.slot) {
+    if (t.fast_records.empty() || t.fast_records.back().first != RemoteAddr(e.r.slot)) {
       sync(t);  // not what functracer wrote there: put its records back
       continue;
     }
     t.fast_records.pop_back();
     uint64_t now = tsc_->to_ns(e.r.tsc);
-    auto r = t.stack.pop(e.r.slot + 8);
+    auto r = t.stack.pop(RemoteAddr(e.r.slot) + 8);
     // Frames the return skipped (longjmp'ed over); the thread may be running, so their
     // slots are left alone.
     if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
@@ -249,8 +249,8 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
     Registers regs;
     regs.set(arch::host().call.ret, e.r.rax);
     regs.set(arch::host().call.ret2, e.r.rdx);
-    regs.set_sp(RemoteAddr(e.r.slot + 8));
-    regs.set_ip(RemoteAddr(r.real_ret));
+    regs.set_sp(RemoteAddr(e.r.slot) + 8);
+    regs.set_ip(r.real_ret);
     ++stats_.fast_returns;
     report_.report_returns(t, regs, r, now, &e.r);
   }

@@ -39,7 +39,7 @@ class ReturnHooks {
   // back on the stack. rearm: the exception was caught at sp; the frames below it
   // are reported unwound ("exception"), the others hooked again.
   void disarm(Thread& t);
-  void rearm(Thread& t, uint64_t sp);
+  void rearm(Thread& t, RemoteAddr sp);
 
   // Whether returns of process p may be handled in the process.
   bool fast_allowed(const Process& p) const {
@@ -47,7 +47,7 @@ class ReturnHooks {
   }
   // Hooks the return at [slot] with the thread's stub and records it; false when it
   // cannot (the caller uses the trampoline).
-  bool push_fast(Thread& t, Registers& regs, uint64_t slot, uint64_t real_ret);
+  bool push_fast(Thread& t, Registers& regs, RemoteAddr slot, RemoteAddr real_ret);
   // Reports the returns the process handled since the last stop; call before handling
   // any stop of the process. stopped, sp: the thread whose stop this is and its sp;
   // the word there is read along (Thread::sp_word).

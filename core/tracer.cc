@@ -67,10 +67,10 @@ void Tracer::on_engine_fault(int sig, void* addr) {
         if (auto regs = ptrace::get_regs(tid)) {
           RemoteAddr at = arch::host().trap_address(regs->ip());
           bool hook = p->space.is_trampoline(at) || p->space.fast_slow_stop(at) >= 0;
-          if (p->space.breakpoints.count(at.value()) || hook) {
+          if (p->space.breakpoints.count(at) || hook) {
             // On the original instruction again; a return through the trampoline
             // goes to the real return address, which is the frame's own.
-            if (hook && !th->stack.empty()) regs->set_ip(RemoteAddr(th->stack.frames().back().real_ret));
+            if (hook && !th->stack.empty()) regs->set_ip(th->stack.frames().back().real_ret);
             else regs->set_ip(at);
             (void)ptrace::set_regs(tid, *regs);
           }
@@ -457,7 +457,7 @@ void Tracer::handle_sigtrap(Thread& t) {
     on_return(t, *regs);
     return;
   }
-  auto it = p.space.breakpoints.find(at.value());
+  auto it = p.space.breakpoints.find(at);
   if (it == p.space.breakpoints.end()) {
     handle_signal(t, SIGTRAP);  // the program's own SIGTRAP
     return;

@@ -114,10 +114,10 @@ class Tracer : private StopQueue::Sleeper {
   Status load_modules(Process& p, Thread& t, Registers& regs, const std::vector<MapsEntry>& maps);
   void rescan_modules(Process& p, Thread& t, Registers& regs);
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
-  void plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
+  void plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
              const std::string& demangled, const Interest& in, unsigned hooks);
   // A bare breakpoint at addr (or the one already there); nullptr if refused.
-  Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what);
+  Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);
   // IFUNCs (tracer_ifunc.cc): breakpoints on .init functions, from which on the
   // modules are relocated; resolving the pending ones there (or at once, attached).

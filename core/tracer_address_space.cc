@@ -181,11 +181,11 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
       FT_DEBUG("not tracing {}: not entered by a call", sym.name);
       continue;
     }
-    uint64_t addr = sym.value + mod.bias;
+    RemoteAddr addr = mod.runtime(sym.value);
     unsigned hooks = hooks_for(sym.name);
     if (hooks == kHookLinker && mod.is_main && !img->is_static()) hooks = kHookNone;
     std::string dem = demangle(sym.name);
-    ft_symbol s{sym.name.c_str(), dem.c_str(), mm.path.c_str(), addr, sym.size, sym.plt ? 1 : 0, is_main ? 1 : 0};
+    ft_symbol s{sym.name.c_str(), dem.c_str(), mm.path.c_str(), addr.value(), sym.size, sym.plt ? 1 : 0, is_main ? 1 : 0};
     auto in = host_.offer(s);
     if (sym.ifunc) {
       // The symbol is the resolver; the implementation it picks is what the program
@@ -194,19 +194,19 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
       continue;
     }
     if (hooks == kHookLinker)
-      if (const ElfSymbol* rd = img->find("_r_debug")) p.space.r_debug = RemoteAddr(rd->value + mod.bias);
+      if (const ElfSymbol* rd = img->find("_r_debug")) p.space.r_debug = mod.runtime(rd->value);
     if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, dem, in, hooks);
   }
 }
 
-void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t addr, const ElfSymbol& sym,
+void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
                    const std::string& demangled, const Interest& in, unsigned hooks) {
   auto add_function = [&](Breakpoint& bp) {
     FunctionInfo fi;
     fi.name = sym.name;
     fi.demangled = demangled;
     fi.module = m.map.path;
-    fi.address = RemoteAddr(addr);
+    fi.address = addr;
     fi.entry_mask = in.entry_mask;
     fi.return_mask = in.return_mask;
     fi.value_only_mask = in.value_only_mask;
@@ -258,9 +258,9 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, uint64_t a
   if (in.any()) add_function(*bp);
 }
 
-Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t addr, const std::string& what) {
+Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what) {
   if (auto it = p.space.breakpoints.find(addr); it != p.space.breakpoints.end()) return &it->second;
-  SsolArea* area = area_near(p, t, regs, RemoteAddr(addr));
+  SsolArea* area = area_near(p, t, regs, addr);
   if (!area) {
     ++stats_.refused;
     log::warn("cannot trace {}: no out-of-line area", what);
@@ -268,19 +268,19 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t a
   }
   RemoteAddr slot = area->allocate_slot();
   uint8_t code[arch::kMaxInsnBytes] = {};
-  auto got = p.mem().read(RemoteAddr(addr), code);
+  auto got = p.mem().read(addr, code);
   if (!got) {
     ++stats_.refused;
     log::warn("cannot trace {}: {}", what, got.error().message);
     return nullptr;
   }
-  auto rel = arch::host().relocate({code, *got}, addr, slot.value());
+  auto rel = arch::host().relocate_at({code, *got}, addr, slot);
   if (rel.kind == arch::Relocation::Kind::Refuse) {
     ++stats_.refused;
-    log::warn("cannot trace {} at {:#x}: {} ({})", what, addr, rel.reason, rel.text.empty() ? "undecodable" : rel.text);
+    log::warn("cannot trace {} at {:#x}: {} ({})", what, addr.value(), rel.reason, rel.text.empty() ? "undecodable" : rel.text);
     return nullptr;
   }
-  FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr, rel.text,
+  FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr.value(), rel.text,
            rel.kind == arch::Relocation::Kind::Emulate ? "emulated" : "out of line");
   // The slot is complete before the breakpoint exists, so no thread can reach an
   // empty slot.
@@ -291,13 +291,13 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, uint64_t a
       return nullptr;
     }
   auto bpbytes = arch::host().trap;
-  if (auto s = p.mem().write(RemoteAddr(addr), bpbytes); !s) {
+  if (auto s = p.mem().write(addr, bpbytes); !s) {
     ++stats_.refused;
     log::warn("cannot trace {}: {}", what, s.error().message);
     return nullptr;
   }
   Breakpoint bp;
-  bp.addr = RemoteAddr(addr);
+  bp.addr = addr;
   bp.orig_byte = code[0];
   bp.reloc = std::move(rel);
   bp.slot = slot;

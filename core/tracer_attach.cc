@@ -342,7 +342,7 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
           if (!returns_.finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
           (void)ptrace::set_regs(tid, *regs);
-        } else if (p.space.breakpoints.count(at.value())) {
+        } else if (p.space.breakpoints.count(at)) {
           regs->set_ip(at);  // runs the original instruction once it is back
           (void)ptrace::set_regs(tid, *regs);
         } else {
@@ -399,8 +399,8 @@ void Tracer::remove_instrumentation(Process& p) {
   for (const auto& [tid, t] : p.threads())
     for (const auto& f : t->stack.frames()) {
       if (!f.armed || f.tail || f.site) continue;
-      auto v = p.mem().read_u64(RemoteAddr(f.slot));
-      if (v && p.space.is_return_hook(*v)) (void)p.mem().write_u64(RemoteAddr(f.slot), f.real_ret);
+      auto v = p.mem().read_u64(f.slot);
+      if (v && p.space.is_return_hook(RemoteAddr(*v))) (void)p.mem().write_u64(f.slot, f.real_ret.value());
     }
 }
 
@@ -410,7 +410,7 @@ void Tracer::detach_process(Process& p) {
   for (auto& [tid, t] : p.threads()) {
     if (p.space.trampoline.null()) break;
     auto regs = ptrace::get_regs(tid);
-    if (regs && p.space.is_return_hook(regs->ip().value()) && returns_.finish_return(*t, *regs))
+    if (regs && p.space.is_return_hook(regs->ip()) && returns_.finish_return(*t, *regs))
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);

@@ -24,18 +24,18 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   Process& p = *t.process;
   // A hijacked return address, whichever thread's stub it is, is "the trampoline" to
   // the shadow stack.
-  auto hook_value = [&p](uint64_t v) { return p.space.is_return_hook(v) ? p.space.trampoline.value() : v; };
-  uint64_t addr = bp_ref.addr.value();
+  auto hook_value = [&p](uint64_t v) { return p.space.is_return_hook(RemoteAddr(v)) ? p.space.trampoline : RemoteAddr(v); };
+  RemoteAddr addr = bp_ref.addr;
   unsigned hooks = bp_ref.hooks;
   Registers at_breakpoint = regs;
-  at_breakpoint.set_ip(RemoteAddr(addr));
+  at_breakpoint.set_ip(addr);
   EventReporter::AtStop at_stop(report_, at_breakpoint);
   if (hooks & kHookReturnSite) {
-    auto r = t.stack.pop_site(regs.sp().value(), addr);
+    auto r = t.stack.pop_site(regs.sp(), addr);
     if (r.found) report_.report_returns(t, regs, r, monotonic_ns());
-    if (t.rearm_ip == addr && t.rearm_sp == regs.sp().value()) {
-      t.rearm_ip = t.rearm_sp = 0;
-      returns_.rearm(t, regs.sp().value());
+    if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
+      t.rearm_ip = t.rearm_sp = RemoteAddr();
+      returns_.rearm(t, regs.sp());
     }
   }
   if (hooks & kHookModuleInit) resolve_ifuncs(p, t, regs);
@@ -53,7 +53,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       // planting only adds, which leaves pointers into the table valid.
       auto it = p.space.breakpoints.find(addr);
       if (it == p.space.breakpoints.end()) {
-        regs.set_ip(RemoteAddr(addr));  // the instruction is back in place
+        regs.set_ip(addr);  // the instruction is back in place
         (void)ptrace::set_regs(t.tid, regs);
         resume(t);
         return;
@@ -64,14 +64,14 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   bool reported = bp->traced && enabled_ && (!p.silent || p.reports_to);
 
   if (hooks & kHookUnwindStart) returns_.disarm(t);
-  if (hooks & kHookCatch) returns_.rearm(t, regs.sp().value());
+  if (hooks & kHookCatch) returns_.rearm(t, regs.sp());
   if (hooks & kHookBacktrace) {
     // backtrace() returns normally: put the trampolines back when it does.
-    if (auto ret = p.mem().peek(t.tid, regs.sp()); ret && !p.space.is_return_hook(*ret)) {
-      if (Breakpoint* site = plant_raw(p, t, regs, *ret, "_Unwind_Backtrace return site")) {
+    if (auto ret = p.mem().peek(t.tid, regs.sp()); ret && !p.space.is_return_hook(RemoteAddr(*ret))) {
+      if (Breakpoint* site = plant_raw(p, t, regs, RemoteAddr(*ret), "_Unwind_Backtrace return site")) {
         site->hooks |= kHookReturnSite;
-        t.rearm_ip = *ret;
-        t.rearm_sp = (regs.sp() + 8).value();
+        t.rearm_ip = RemoteAddr(*ret);
+        t.rearm_sp = regs.sp() + 8;
       }
     }
   }
@@ -80,8 +80,8 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     // _setjmp@plt): it would save the trampoline as its return address. Hand those
     // frames over to a return-site breakpoint and put the real address back.
     if (auto ret = p.mem().peek(t.tid, regs.sp()))
-      if (uint64_t real = t.stack.to_site(regs.sp().value(), p.space.trampoline.value(), hook_value(*ret))) {
-        (void)p.mem().poke(t.tid, regs.sp(), real);
+      if (RemoteAddr real = t.stack.to_site(regs.sp(), p.space.trampoline, hook_value(*ret)); !real.null()) {
+        (void)p.mem().poke(t.tid, regs.sp(), real.value());
         if (Breakpoint* site = plant_raw(p, t, regs, real, "return site"))
           site->hooks |= kHookReturnSite;
       }
@@ -96,14 +96,14 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       RemoteAddr slot = regs.sp();
       // Read with the return records at the start of the stop, unless a hook may have
       // written there since.
-      auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot.value() ? Result<uint64_t>(t.sp_word)
+      auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot ? Result<uint64_t>(t.sp_word)
                                                                          : p.mem().peek(t.tid, slot);
       if (ret && (hooks & kHookKeepReturnAddress)) {
         // Catch the return with a breakpoint at the return address.
-        auto e = t.stack.push_site(slot.value(), hook_value(*ret), p.space.trampoline.value(), fn_id, now);
+        auto e = t.stack.push_site(slot, hook_value(*ret), p.space.trampoline, fn_id, now);
         if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
-        if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret);
+        if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret.value());
         Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
         if (site) {
           site->hooks |= kHookReturnSite;
@@ -111,13 +111,13 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
           t.stack.pop_last();
         }
       } else if (ret) {
-        auto e = t.stack.push(slot.value(), hook_value(*ret), p.space.trampoline.value(), fn_id, now);
+        auto e = t.stack.push(slot, hook_value(*ret), p.space.trampoline, fn_id, now);
         if (!e.abandoned.empty()) {
           returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
           returns_.sync(t);
         }
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
-        if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot.value(), *ret)) {
+        if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot, RemoteAddr(*ret))) {
           t.stack.mark_last_fast();
         } else if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.space.trampoline.value()); !s) {
@@ -141,9 +141,9 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (auto s = apply_relocation(p.mem(), *bp, regs); !s) {
     // The emulated instruction touched memory the program cannot touch either (a
     // call pushing into the stack guard page): the CPU would have raised SIGSEGV.
-    log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr,
+    log::warn("thread {}: the instruction at {:#x} faults ({}); delivering SIGSEGV", t.tid, addr.value(),
               s.error().message);
-    regs.set_ip(RemoteAddr(addr));
+    regs.set_ip(addr);
     (void)ptrace::set_regs(t.tid, regs);
     (void)ptrace::cont(t.tid, SIGSEGV);
     return;

@@ -46,10 +46,10 @@ void Tracer::plan_ifunc_resolution(Process& p, Thread& t, Registers& regs) {
   for (auto& m : p.space.modules) {
     if (m->init_hooked || !m->elf) continue;
     m->init_hooked = true;
-    uint64_t at = 0;
-    if (m->elf->init() != 0) at = m->elf->init() + m->bias;
-    else if (m->is_main && !m->elf->is_static()) at = m->elf->entry() + m->bias;
-    if (at == 0) continue;
+    RemoteAddr at;
+    if (m->elf->init() != 0) at = m->runtime(m->elf->init());
+    else if (m->is_main && !m->elf->is_static()) at = m->runtime(m->elf->entry());
+    if (at.null()) continue;
     if (Breakpoint* bp = plant_raw(p, t, regs, at, m->map.path + " .init")) bp->hooks |= kHookModuleInit;
   }
 }
@@ -59,14 +59,19 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
   std::vector<PendingIfunc> pending;
   pending.swap(p.space.ifuncs);
   uint64_t hwcap = hwcap_of(p.pid());
-  std::unordered_map<uint64_t, uint64_t> answers;  // resolver -> implementation (aliases share one)
+  std::unordered_map<RemoteAddr, RemoteAddr> answers;  // resolver -> implementation (aliases share one)
   // (module, where its code is) -> IFUNCs whose resolvers chose code no module holds
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> elsewhere;
   for (const PendingIfunc& f : pending) {
-    uint64_t resolver = f.sym.value + f.module->bias;
-    Result<uint64_t> impl = Error::msg("");
-    if (auto a = answers.find(resolver); a != answers.end()) impl = a->second;
-    else impl = injector_.call(t, regs, RemoteAddr(resolver), hwcap);
+    RemoteAddr resolver = f.module->runtime(f.sym.value);
+    Result<RemoteAddr> impl = Error::msg("");
+    if (auto a = answers.find(resolver); a != answers.end()) {
+      impl = a->second;
+    } else if (auto v = injector_.call(t, regs, resolver, hwcap)) {
+      impl = RemoteAddr(*v);
+    } else {
+      impl = v.error();
+    }
     if (impl) answers[resolver] = *impl;
     if (!impl) {
       ++stats_.refused;
@@ -74,13 +79,13 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
                 impl.error().message);
       continue;
     }
-    Module* home = p.space.module_at(RemoteAddr(*impl));
+    Module* home = p.space.module_at(*impl);
     if (!home || !home->elf) {
       ++stats_.refused;
       std::string where = "code outside every module";
       if (auto maps = read_maps(p.pid()))
         for (const auto& e : *maps)
-          if (*impl >= e.start && *impl < e.end && e.path == "[vdso]") where = "code in the vDSO";
+          if (impl->value() >= e.start && impl->value() < e.end && e.path == "[vdso]") where = "code in the vDSO";
       elsewhere[{f.module->map.path, where}].push_back(f.demangled);
       continue;
     }
@@ -89,13 +94,13 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
       const FunctionInfo& other = p.space.functions[it->second.fn];
       if (auto r = p.space.ifunc_impls.find(*impl); r != p.space.ifunc_impls.end() && r->second != resolver)
         log::info("{} and {} run the same code ({:#x} in {}): calls of both are reported as {}", f.demangled,
-                  other.demangled, *impl, home->map.path, other.demangled);
+                  other.demangled, impl->value(), home->map.path, other.demangled);
     }
     p.space.ifunc_impls.emplace(*impl, resolver);
     ElfSymbol impl_sym = f.sym;
-    impl_sym.value = *impl - home->bias;
+    impl_sym.value = impl->value() - home->bias;
     impl_sym.ifunc = false;
-    FT_DEBUG("IFUNC {} resolved to {:#x}", f.sym.name, *impl);
+    FT_DEBUG("IFUNC {} resolved to {:#x}", f.sym.name, impl->value());
     plant(p, t, regs, *home, *impl, impl_sym, f.demangled, f.interest,
           kHookNone);
   }

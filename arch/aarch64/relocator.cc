@@ -161,9 +161,9 @@ Relocation relocate_aarch64(std::span<const uint8_t> code, uint64_t insn_addr, u
         insn_addr + static_cast<uint64_t>(sign_extend(field(insn, 0, 26), 26) * 4);
     if (insn & 0x80000000) {
       return emulate(std::move(r),
-                     {.kind = Emulation::Kind::Call, .target = target, .return_addr = next});
+                     {.kind = Emulation::Kind::Call, .target = RemoteAddr(target), .return_addr = RemoteAddr(next)});
     }
-    return emulate(std::move(r), {.kind = Emulation::Kind::SetIp, .target = target});
+    return emulate(std::move(r), {.kind = Emulation::Kind::SetIp, .target = RemoteAddr(target)});
   }
 
   // Unconditional branch (register).

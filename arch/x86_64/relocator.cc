@@ -329,7 +329,7 @@ Relocation relocate_x86_64(std::span<const uint8_t> code, uint64_t insn_addr, ui
   if (is_port_io(in.id)) return refuse(std::move(r), "port I/O instruction");
 
   if (in.id == X86_INS_NOP || in.id == X86_INS_ENDBR64 || in.id == X86_INS_ENDBR32) {
-    return emulate(std::move(r), {.kind = Emulation::Kind::SetIp, .target = next});
+    return emulate(std::move(r), {.kind = Emulation::Kind::SetIp, .target = RemoteAddr(next)});
   }
 
   const Prefixes prefixes = scan_prefixes(bytes);
@@ -350,9 +350,9 @@ Relocation relocate_x86_64(std::span<const uint8_t> code, uint64_t insn_addr, ui
     switch (br.kind) {
       case BranchKind::Call:
         return emulate(std::move(r),
-                       {.kind = Emulation::Kind::Call, .target = target, .return_addr = next});
+                       {.kind = Emulation::Kind::Call, .target = RemoteAddr(target), .return_addr = RemoteAddr(next)});
       case BranchKind::Jump:
-        return emulate(std::move(r), {.kind = Emulation::Kind::SetIp, .target = target});
+        return emulate(std::move(r), {.kind = Emulation::Kind::SetIp, .target = RemoteAddr(target)});
       case BranchKind::CondJump:
       case BranchKind::CountJump:
         return out_of_line(std::move(r), conditional_slot(br, prefixes, slot_addr, next, target));
@@ -374,8 +374,8 @@ Relocation relocate_x86_64(std::span<const uint8_t> code, uint64_t insn_addr, ui
     }
     return emulate(std::move(r),
                    {.kind = Emulation::Kind::CallMem,
-                    .return_addr = next,
-                    .mem = next + static_cast<uint64_t>(static_cast<int64_t>(rip->disp))});
+                    .return_addr = RemoteAddr(next),
+                    .mem = RemoteAddr(next) + static_cast<int64_t>(rip->disp)});
   }
 
   std::vector<uint8_t> slot(bytes.begin(), bytes.end());
@@ -385,7 +385,7 @@ Relocation relocate_x86_64(std::span<const uint8_t> code, uint64_t insn_addr, ui
     if (!fits_int32(new_disp)) {
       // A jmp through a pointer (PLT stub) can still be emulated.
       if (in.id == X86_INS_JMP && !prefixes.operand_size && !prefixes.fs_gs && rip->size == 8) {
-        return emulate(std::move(r), {.kind = Emulation::Kind::JumpMem, .mem = mem});
+        return emulate(std::move(r), {.kind = Emulation::Kind::JumpMem, .mem = RemoteAddr(mem)});
       }
       return refuse(std::move(r), "RIP-relative operand out of reach of the out-of-line area");
     }

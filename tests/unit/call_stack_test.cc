@@ -18,17 +18,21 @@
 #include "core/call_stack.h"
 
 namespace ft {
+
+// Readable failures: addresses in hex.
+void PrintTo(RemoteAddr a, std::ostream* os) { *os << "0x" << std::hex << a.value(); }
+
 namespace {
 
-constexpr uint64_t kTramp = 0x7f3a5c200000;  // SSOL area base: the trampoline
-constexpr uint64_t kTop = 0x7ffd4e8f1000;    // a slot on the main stack
+constexpr RemoteAddr kTramp{0x7f3a5c200000};  // SSOL area base: the trampoline
+constexpr RemoteAddr kTop{0x7ffd4e8f1000};    // a slot on the main stack
 
 // Return addresses (text of the executable).
-constexpr uint64_t kRetMain = 0x555555555a10;  // in main, after `call f`
-constexpr uint64_t kRetF = 0x555555555b20;     // in f, after `call g`
-constexpr uint64_t kRetG = 0x555555555c30;     // in g, after `call h`
-constexpr uint64_t kRetH = 0x555555555d40;     // in h, after `call i`
-constexpr uint64_t kRetOther = 0x555555555e50;  // some other call site
+constexpr RemoteAddr kRetMain{0x555555555a10};  // in main, after `call f`
+constexpr RemoteAddr kRetF{0x555555555b20};     // in f, after `call g`
+constexpr RemoteAddr kRetG{0x555555555c30};     // in g, after `call h`
+constexpr RemoteAddr kRetH{0x555555555d40};     // in h, after `call i`
+constexpr RemoteAddr kRetOther{0x555555555e50};  // some other call site
 
 // Function ids.
 constexpr uint32_t kF = 1, kG = 2, kH = 3, kI = 4, kJ = 5;
@@ -39,20 +43,20 @@ std::vector<uint32_t> fns(const std::vector<ShadowFrame>& frames) {
   return out;
 }
 
-std::vector<uint64_t> slots(const std::vector<ShadowFrame>& frames) {
-  std::vector<uint64_t> out;
+std::vector<RemoteAddr> slots(const std::vector<ShadowFrame>& frames) {
+  std::vector<RemoteAddr> out;
   for (const auto& f : frames) out.push_back(f.slot);
   return out;
 }
 
-using Slots = std::vector<uint64_t>;
+using Slots = std::vector<RemoteAddr>;
 using Fns = std::vector<uint32_t>;
-using Pairs = std::vector<std::pair<uint64_t, uint64_t>>;
+using Pairs = std::vector<std::pair<RemoteAddr, RemoteAddr>>;
 
 // A normal call: [slot] holds a real return address. Checks the entry result.
-void call(CallStack& s, uint64_t slot, uint64_t ret, uint32_t fn, uint64_t now = 0) {
+void call(CallStack& s, RemoteAddr slot, RemoteAddr ret, uint32_t fn, uint64_t now = 0) {
   auto e = s.push(slot, ret, kTramp, fn, now);
-  ASSERT_TRUE(e.abandoned.empty()) << "unexpected abandoned frames at slot " << std::hex << slot;
+  ASSERT_TRUE(e.abandoned.empty()) << "unexpected abandoned frames at slot " << std::hex << slot.value();
   ASSERT_TRUE(e.write_trampoline);
 }
 
@@ -75,7 +79,7 @@ TEST(CallStack, PopOnEmptyStackFindsNothing) {
   EXPECT_FALSE(r.found);
   EXPECT_TRUE(r.returned.empty());
   EXPECT_TRUE(r.abandoned.empty());
-  EXPECT_EQ(r.real_ret, 0u);
+  EXPECT_TRUE(r.real_ret.null());
 }
 
 TEST(CallStack, SingleCallAndReturn) {
@@ -106,7 +110,7 @@ TEST(CallStack, SingleCallAndReturn) {
 TEST(CallStack, NestedCallsReturnInnermostFirst) {
   // main -> f -> g -> h, then h, g, f return in turn.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, sh = kTop - 0x90;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, sh = kTop - 0x90;
   call(s, sf, kRetMain, kF, 10);
   call(s, sg, kRetF, kG, 20);
   call(s, sh, kRetG, kH, 30);
@@ -137,7 +141,7 @@ TEST(CallStack, NestedCallsReturnInnermostFirst) {
 TEST(CallStack, SiblingCallsAtTheSameSlot) {
   // f calls g, g returns, f calls h from the same stack depth: h gets g's old slot.
   CallStack s;
-  const uint64_t sf = kTop, sc = kTop - 0x30;
+  const RemoteAddr sf = kTop, sc = kTop - 0x30;
   call(s, sf, kRetMain, kF);
   call(s, sc, kRetF, kG);
   auto r = s.pop(sc + 8);
@@ -154,7 +158,7 @@ TEST(CallStack, RecursionKeepsEveryActivation) {
   // r(3) called from main; r recurses three times from the same call site.
   CallStack s;
   const uint64_t frame = 0x30;
-  const uint64_t kRetRec = 0x555555556010;  // in r, after the recursive call
+  const RemoteAddr kRetRec{0x555555556010};  // in r, after the recursive call
   call(s, kTop, kRetMain, kF, 1);
   for (int i = 1; i <= 3; ++i) call(s, kTop - i * frame, kRetRec, kF, 1 + i);
   EXPECT_EQ(s.depth(), 4u);
@@ -287,7 +291,7 @@ TEST(CallStack, ChainOfTailCalls) {
 TEST(CallStack, TailCallInsideANestedCallLeavesTheCallerAlone) {
   // main -> f -> g, g jmp h; h returns to f, then f returns to main.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x50;
+  const RemoteAddr sf = kTop, sg = kTop - 0x50;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   auto e = s.push(sg, kTramp, kTramp, kH, 0);
@@ -377,12 +381,12 @@ TEST(CallStack, LongjmpFoundAtTheNextPush) {
   // f -> g -> h -> i; i longjmps to a setjmp in g. g then calls j, whose slot is
   // above the slots of h and i (g's own frame is still there).
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, sh = kTop - 0x80, si = kTop - 0xc0;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, sh = kTop - 0x80, si = kTop - 0xc0;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   call(s, sh, kRetG, kH);
   call(s, si, kRetH, kI);
-  const uint64_t sj = sg - 0x20;  // g's sp at its call of j
+  const RemoteAddr sj = sg - 0x20;  // g's sp at its call of j
   ASSERT_GT(sj, sh);
   auto e = s.push(sj, kRetOther, kTramp, kJ, 0);
   EXPECT_EQ(fns(e.abandoned), (Fns{kI, kH}));  // innermost first
@@ -400,7 +404,7 @@ TEST(CallStack, LongjmpFoundAtTheNextReturn) {
   // f -> g -> h; h longjmps into f, which then returns: g and h are reported as
   // abandoned (innermost first) and f as returned.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, sh = kTop - 0x80;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, sh = kTop - 0x80;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   call(s, sh, kRetG, kH);
@@ -442,7 +446,7 @@ TEST(CallStack, FrameAtTheSameSlotWithARealReturnAddressIsStale) {
   // the same sp). [X] now holds h's real return address, not the trampoline, so
   // g's frame cannot be a live tail caller: it is stale.
   CallStack s;
-  const uint64_t x = kTop - 0x40;
+  const RemoteAddr x = kTop - 0x40;
   call(s, kTop, kRetMain, kF);
   call(s, x, kRetF, kG);
   auto e = s.push(x, kRetF + 0x10, kTramp, kH, 0);
@@ -460,7 +464,7 @@ TEST(CallStack, StaleFrameWithTheSameReturnAddressIsStaleToo) {
   // The same call site again (a loop calling g after a longjmp out of g): equal
   // return address, but not the trampoline, so still stale.
   CallStack s;
-  const uint64_t x = kTop - 0x40;
+  const RemoteAddr x = kTop - 0x40;
   call(s, kTop, kRetMain, kF);
   call(s, x, kRetF, kG, 1);
   auto e = s.push(x, kRetF, kTramp, kG, 2);
@@ -473,7 +477,7 @@ TEST(CallStack, StaleFrameWithTheSameReturnAddressIsStaleToo) {
 
 TEST(CallStack, StaleFramesBelowAndAtTheSlotAreAllDropped) {
   CallStack s;
-  const uint64_t x = kTop - 0x40;
+  const RemoteAddr x = kTop - 0x40;
   call(s, kTop, kRetMain, kF);
   call(s, x, kRetF, kG);
   call(s, x - 0x40, kRetG, kH);
@@ -489,7 +493,7 @@ TEST(CallStack, HandlerOnAFarAltStackBelowDoesNotAbandonTheMainStack) {
   // f -> g on the main stack; a signal runs traced handler h on an alternate stack
   // in the executable's .bss (far below the main stack); h calls i.
   CallStack s;
-  const uint64_t alt = 0x555555560000 + 0x8000;  // slot on the alternate stack
+  const RemoteAddr alt = RemoteAddr{0x555555560000} + 0x8000;  // slot on the alternate stack
   ASSERT_GT(kTop - 0x40 - alt, CallStack::kSameStackDistance);
   call(s, kTop, kRetMain, kF);
   call(s, kTop - 0x40, kRetF, kG);
@@ -516,8 +520,8 @@ TEST(CallStack, HandlerOnAFarAltStackAboveDoesNotAbandonTheMainStack) {
   // Thread stack low, alternate stack mapped far above it: the handler's slot is
   // numerically above every frame, yet they are on another stack and stay.
   CallStack s;
-  const uint64_t thread_top = 0x7f3a40000000;
-  const uint64_t alt = thread_top + CallStack::kSameStackDistance + 0x10000;
+  const RemoteAddr thread_top{0x7f3a40000000};
+  const RemoteAddr alt = thread_top + CallStack::kSameStackDistance + 0x10000;
   call(s, thread_top, kRetMain, kF);
   call(s, thread_top - 0x40, kRetF, kG);
   auto e = s.push(alt, kRetOther, kTramp, kH, 0);
@@ -535,7 +539,7 @@ TEST(CallStack, ReturnOnTheMainStackKeepsFramesOfAFarStack) {
   // stack at the top: nothing is abandoned (and, since the top frame does not
   // match, nothing is found).
   CallStack s;
-  const uint64_t low = kTop - CallStack::kSameStackDistance - 0x1000;
+  const RemoteAddr low = kTop - CallStack::kSameStackDistance - 0x1000;
   call(s, low, kRetOther, kH);
   auto r = s.pop(kTop + 8);
   EXPECT_FALSE(r.found);
@@ -546,7 +550,7 @@ TEST(CallStack, ReturnOnTheMainStackKeepsFramesOfAFarStack) {
 TEST(CallStack, NearbySlotsAreTheSameStack) {
   // Just inside the distance: a deeper frame is abandoned as usual.
   CallStack s;
-  const uint64_t near = kTop - CallStack::kSameStackDistance + 8;
+  const RemoteAddr near = kTop - CallStack::kSameStackDistance + 8;
   call(s, kTop, kRetMain, kF);
   call(s, near, kRetF, kG);
   auto e = s.push(kTop - 0x40, kRetF, kTramp, kH, 0);
@@ -558,7 +562,7 @@ TEST(CallStack, NearbySlotsAreTheSameStack) {
 // abandoned.
 TEST(CallStack, SlotsExactlyTheDistanceApartAreTheSameStack) {
   CallStack s;
-  const uint64_t exact = kTop - 0x40 - CallStack::kSameStackDistance;
+  const RemoteAddr exact = kTop - 0x40 - CallStack::kSameStackDistance;
   call(s, kTop, kRetMain, kF);
   call(s, exact, kRetF, kG);
   auto e = s.push(kTop - 0x40, kRetF, kTramp, kH, 0);
@@ -574,8 +578,8 @@ TEST(CallStack, SlotsExactlyTheDistanceApartAreTheSameStack) {
 // as abandoned and g found (hostile-targets, fault-longjmp-altstack, runs it for real).
 TEST(CallStack, SiglongjmpOutOfAFarAltStackHandler) {
   CallStack s;
-  const uint64_t alt = 0x555555560000 + 0x8000;
-  const uint64_t sf = kTop, sg = kTop - 0x40;
+  const RemoteAddr alt = RemoteAddr{0x555555560000} + 0x8000;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   call(s, alt, kRetOther, kH);
@@ -594,8 +598,8 @@ TEST(CallStack, SiglongjmpOutOfAFarAltStackHandlerFoundAtTheNextPush) {
   // entered after it, is dead with it: both abandoned, innermost first. Without
   // looking past h, every round would leave two frames behind and deepen the depths.
   CallStack s;
-  const uint64_t alt = 0x555555560000 + 0x8000;
-  const uint64_t sf = kTop, sg = kTop - 0x40;
+  const RemoteAddr alt = RemoteAddr{0x555555560000} + 0x8000;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   call(s, alt, kRetOther, kH);
@@ -615,7 +619,7 @@ TEST(CallStack, CallBelowALiveFrameKeepsAFarStackAboveIt) {
   // suspended; back on the main stack f calls g (deeper than f): f is alive, so c may
   // be too, and stays.
   CallStack s;
-  const uint64_t co = 0x555555560000 + 0x8000;
+  const RemoteAddr co = RemoteAddr{0x555555560000} + 0x8000;
   call(s, kTop, kRetMain, kF);
   call(s, co, kRetOther, kH);
   auto e = s.push(kTop - 0x40, kRetF, kTramp, kG, 0);
@@ -629,7 +633,7 @@ TEST(CallStack, CallBelowALiveFrameKeepsAFarStackAboveIt) {
 TEST(CallStack, DisarmListsArmedNonTailFramesOutermostFirst) {
   // f at A (normal), g at B (normal), h tail-called from g shares B.
   CallStack s;
-  const uint64_t a = kTop, b = kTop - 0x40;
+  const RemoteAddr a = kTop, b = kTop - 0x40;
   call(s, a, kRetMain, kF);
   call(s, b, kRetF, kG);
   ASSERT_FALSE(s.push(b, kTramp, kTramp, kH, 0).write_trampoline);
@@ -666,7 +670,7 @@ TEST(CallStack, RearmAtCatchDropsTheThrownThroughFrames) {
   // The landing pad in f runs with f's sp again and calls __cxa_begin_catch, whose
   // return slot is therefore SG, the slot of the callee thrown through.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, sh = kTop - 0x90;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, sh = kTop - 0x90;
   call(s, sf, kRetMain, kF, 1);
   call(s, sg, kRetF, kG, 2);
   call(s, sh, kRetG, kH, 3);
@@ -692,7 +696,7 @@ TEST(CallStack, RearmAtALaterEntryDropsOnlyWhatWasUnwound) {
   // throw from h: g's sp is back at its body value, so the destructor's slot equals
   // h's slot. h is dead; g and f are live and must be hijacked again.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, sh = kTop - 0x90;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, sh = kTop - 0x90;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   call(s, sh, kRetG, kH);
@@ -734,7 +738,7 @@ TEST(CallStack, RearmSkipsFramesPushedWhileDisarmed) {
 TEST(CallStack, RearmHijacksATailSharedSlotOnce) {
   // f jmp g (tail pair at SF), g calls h, h throws, caught in g.
   CallStack s;
-  const uint64_t sf = kTop, sh = kTop - 0x40;
+  const RemoteAddr sf = kTop, sh = kTop - 0x40;
   call(s, sf, kRetMain, kF);
   ASSERT_FALSE(s.push(sf, kTramp, kTramp, kG, 0).write_trampoline);
   call(s, sh, kRetG, kH);
@@ -754,7 +758,7 @@ TEST(CallStack, RearmHijacksATailSharedSlotOnce) {
 TEST(CallStack, ExceptionThroughATailPairKillsBoth) {
   // f calls g; g jmp h (tail pair at SG); h calls i, i throws; caught in f.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, si = kTop - 0x80;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, si = kTop - 0x80;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   ASSERT_FALSE(s.push(sg, kTramp, kTramp, kH, 0).write_trampoline);
@@ -796,7 +800,7 @@ TEST(CallStack, TailCallAfterRearmSharesAnArmedSlot) {
 TEST(CallStack, SecondThrowAfterRearm) {
   // Throw, catch in g, rethrow from g's handler, catch in f.
   CallStack s;
-  const uint64_t sf = kTop, sg = kTop - 0x40, sh = kTop - 0x80;
+  const RemoteAddr sf = kTop, sg = kTop - 0x40, sh = kTop - 0x80;
   call(s, sf, kRetMain, kF);
   call(s, sg, kRetF, kG);
   call(s, sh, kRetG, kH);
@@ -818,7 +822,7 @@ TEST(CallStack, SecondThrowAfterRearm) {
 TEST(CallStack, SiteFrameLeavesTheSlotAlone) {
   CallStack s;
   call(s, kTop, kRetMain, kF);
-  const uint64_t sj = kTop - 0x40;  // f calls setjmp
+  const RemoteAddr sj = kTop - 0x40;  // f calls setjmp
   auto e = s.push_site(sj, kRetF, kTramp, kG, 7);
   EXPECT_TRUE(e.abandoned.empty());
   EXPECT_EQ(e.real_ret, kRetF);
@@ -847,7 +851,7 @@ TEST(CallStack, SiteFrameLeavesTheSlotAlone) {
 
 TEST(CallStack, ReturnSiteNeedsTheSameSlotAndAddress) {
   CallStack s;
-  const uint64_t sj = kTop - 0x40;
+  const RemoteAddr sj = kTop - 0x40;
   s.push_site(sj, kRetF, kTramp, kG, 0);
   EXPECT_FALSE(s.pop_site(sj + 8, kRetOther).found);      // another return address
   EXPECT_FALSE(s.pop_site(sj - 0x20 + 8, kRetF).found);   // another stack depth
@@ -861,7 +865,7 @@ TEST(CallStack, ReturnSiteNeedsTheSameSlotAndAddress) {
 TEST(CallStack, SetjmpTailCallingSigsetjmpSharesTheSite) {
   // _setjmp ends in `jmp __sigsetjmp`: both see the same, untouched return address.
   CallStack s;
-  const uint64_t sj = kTop;
+  const RemoteAddr sj = kTop;
   s.push_site(sj, kRetMain, kTramp, kF, 0);
   auto e2 = s.push_site(sj, kRetMain, kTramp, kG, 0);
   EXPECT_TRUE(e2.abandoned.empty());
@@ -961,7 +965,7 @@ TEST(CallStack, TakeRemovesOnlyTheMatchingRun) {
   // A coroutine's frames (g, then h tail-called from g) recorded on this thread's
   // stack under a live frame i: taking the slot of g removes g and h, keeps f and i.
   CallStack s;
-  const uint64_t sg = kTop - (uint64_t{1} << 30);  // the coroutine's stack, far away
+  const RemoteAddr sg = kTop - (uint64_t{1} << 30);  // the coroutine's stack, far away
   call(s, kTop, kRetMain, kF);
   call(s, sg, kRetF, kG);
   ASSERT_FALSE(s.push(sg, kTramp, kTramp, kH, 0).write_trampoline);  // tail call

@@ -42,7 +42,7 @@ AddressSpace populated() {
     bp.module = s.module_at(bp.addr);
     bp.traced = true;
     bp.fn = static_cast<uint32_t>(s.functions.size());
-    s.breakpoints.emplace(at, bp);
+    s.breakpoints.emplace(RemoteAddr(at), bp);
     FunctionInfo fi;
     fi.name = at < kLibBase ? "main" : "malloc";
     fi.address = RemoteAddr(at);
@@ -54,7 +54,7 @@ AddressSpace populated() {
   s.fast_data = RemoteAddr(0x7ffff7000000);
   s.fast_owner = {1234, 0, 0};
   s.fast_stubs = {RemoteAddr(kArea + 0x40), RemoteAddr(), RemoteAddr()};
-  s.fast_stub_slot[kArea + 0x40] = 0;
+  s.fast_stub_slot[RemoteAddr(kArea + 0x40)] = 0;
   s.scratch = RemoteAddr(kExeBase + 0x1000);
   return s;
 }
@@ -70,17 +70,17 @@ TEST(AddressSpace, ModuleAtFindsTheModuleHoldingAnAddress) {
 
 TEST(AddressSpace, ReturnHooksAreTheTrampolineAndTheStubs) {
   AddressSpace s = populated();
-  EXPECT_TRUE(s.is_return_hook(kArea));            // the trampoline is at the area's start
-  EXPECT_TRUE(s.is_return_hook(kArea + 0x40));     // thread 1234's stub
-  EXPECT_FALSE(s.is_return_hook(kArea + 0x80));
-  EXPECT_FALSE(s.is_return_hook(kExeBase + 0x1130));
+  EXPECT_TRUE(s.is_return_hook(RemoteAddr(kArea)));            // the trampoline is at the area's start
+  EXPECT_TRUE(s.is_return_hook(RemoteAddr(kArea + 0x40)));     // thread 1234's stub
+  EXPECT_FALSE(s.is_return_hook(RemoteAddr(kArea + 0x80)));
+  EXPECT_FALSE(s.is_return_hook(RemoteAddr(kExeBase + 0x1130)));
   EXPECT_TRUE(s.is_trampoline(RemoteAddr(kArea)));
   EXPECT_FALSE(s.is_trampoline(RemoteAddr(kArea + 0x40)));
   // The stub's slow path traps at its int3.
   EXPECT_EQ(s.fast_slow_stop(RemoteAddr(kArea + 0x40 + fastret::kSlowTrapOffset)), 0);
   EXPECT_EQ(s.fast_slow_stop(RemoteAddr(kArea + 0x40)), -1);
   AddressSpace empty;
-  EXPECT_FALSE(empty.is_return_hook(0));  // a null trampoline is no hook
+  EXPECT_FALSE(empty.is_return_hook(RemoteAddr(0)));  // a null trampoline is no hook
 }
 
 TEST(AddressSpace, ForkCloneCopiesTheImageAndPointsAtItsOwnModules) {
@@ -92,7 +92,7 @@ TEST(AddressSpace, ForkCloneCopiesTheImageAndPointsAtItsOwnModules) {
   EXPECT_EQ(child.modules[1]->bias, kLibBase);
   ASSERT_EQ(child.breakpoints.size(), 2u);
   for (const auto& [at, bp] : child.breakpoints) {
-    EXPECT_EQ(bp.module, child.module_at(bp.addr)) << std::hex << at;
+    EXPECT_EQ(bp.module, child.module_at(bp.addr)) << std::hex << at.value();
     EXPECT_NE(bp.module, parent.module_at(bp.addr));
   }
   EXPECT_EQ(child.functions.size(), 2u);
@@ -105,7 +105,7 @@ TEST(AddressSpace, ForkCloneCopiesTheImageAndPointsAtItsOwnModules) {
   EXPECT_EQ(child.fast_data, parent.fast_data);
   EXPECT_FALSE(child.fast_unavailable);
   EXPECT_EQ(child.fast_owner, (std::vector<pid_t>{0, 0, 0}));
-  EXPECT_TRUE(child.is_return_hook(kArea + 0x40));
+  EXPECT_TRUE(child.is_return_hook(RemoteAddr(kArea + 0x40)));
   // Not inherited: where temporary code may go, which is chosen per stop.
   EXPECT_TRUE(child.scratch.null());
   // The parent is untouched.
@@ -135,7 +135,7 @@ TEST(AddressSpace, ExecResetLeavesNothingOfTheOldImageButFunctionIds) {
   EXPECT_TRUE(s.fast_data.null());
   EXPECT_FALSE(s.fast_unavailable);
   EXPECT_TRUE(s.fast_owner.empty());
-  EXPECT_FALSE(s.is_return_hook(kArea + 0x40));
+  EXPECT_FALSE(s.is_return_hook(RemoteAddr(kArea + 0x40)));
   EXPECT_EQ(s.functions.size(), 2u);
 }
 

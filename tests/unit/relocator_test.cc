@@ -55,9 +55,9 @@ void expect_emulate(const Relocation& r, unsigned length, EKind kind, uint64_t t
   ASSERT_EQ(r.kind, Kind::Emulate) << r.reason;
   EXPECT_EQ(r.insn_length, length);
   EXPECT_EQ(r.emulation.kind, kind);
-  EXPECT_EQ(r.emulation.target, target);
-  EXPECT_EQ(r.emulation.return_addr, return_addr);
-  EXPECT_EQ(r.emulation.mem, mem);
+  EXPECT_EQ(r.emulation.target.value(), target);
+  EXPECT_EQ(r.emulation.return_addr.value(), return_addr);
+  EXPECT_EQ(r.emulation.mem.value(), mem);
 }
 
 void expect_refuse(const Relocation& r, const std::string& reason) {
