@@ -20,6 +20,7 @@
 #include "common/check.h"
 #include "common/hex.h"
 #include "common/signal_names.h"
+#include "core/instrumentation.h"
 #include "core/log.h"
 #include "functracer/schema.h"
 #include "core/procfs.h"
@@ -61,7 +62,7 @@ void Tracer::on_engine_fault(int sig, void* addr) {
   (void)!::write(2, line, n);
   if (Tracer* t = g_tracer) {
     for (auto& [pid, p] : t->procs_) {
-      t->remove_instrumentation(*p);
+      remove_instrumentation(*p);
       for (auto& [tid, th] : p->threads()) {
         if (!th->stopped) continue;  // running: the kernel lets go of it when functracer exits
         if (auto regs = ptrace::get_regs(tid)) {
@@ -88,7 +89,7 @@ void Tracer::loop() {
   uint64_t handled = 0;
   while (!procs_.empty()) {
     if ((attach_mode_ && take_stop_request()) || host_.crashed()) {
-      detach_all();
+      session_.detach_all();
       break;
     }
     if (!attach_mode_ && forward_pending()) forward_signals(true);
@@ -156,13 +157,13 @@ void Tracer::handle_status(pid_t tid, int status) {
   FT_DEBUG("tid {}: {}", tid, ws.describe());
   // Returns the process handled itself come before anything seen at this stop.
   // (a SIGTRAP stop: in handle_sigtrap, with the thread's registers)
-  bool sigtrap = ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP && !detaching_;
+  bool sigtrap = ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP && !session_.detaching();
   if (WIFSTOPPED(status) && !sigtrap) returns_.drain(*t->process);
   if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
     thread_gone(*t, ws);
     return;
   }
-  if (detaching_) {
+  if (session_.detaching()) {
     collect_for_detach(*t, ws);
     return;
   }
@@ -218,7 +219,7 @@ void Tracer::start_initial_thread(Thread& t) {
     release_child(p);
     return;
   }
-  if (detaching_) {
+  if (session_.detaching()) {
     t.stopped = true;  // let go of with the others
     return;
   }
@@ -281,6 +282,12 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     nt->awaiting_initial_stop = false;
     start_initial_thread(*nt);
   }
+}
+
+Status Tracer::set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) {
+  if (auto s = load_modules(p, worker, regs, maps); !s) return s;
+  resolve_ifuncs(p, worker, regs);  // attached: everything is relocated already
+  return {};
 }
 
 void Tracer::release_child(Process& child) {
@@ -463,6 +470,89 @@ void Tracer::handle_sigtrap(Thread& t) {
     return;
   }
   on_entry(t, *regs, it->second);
+}
+
+// ---------------------------------------------------------------------------------
+// Attaching and detaching (the session is attach_session.h)
+
+Result<int> Tracer::run_attach(const std::vector<pid_t>& pids) {
+  attach_mode_ = true;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (auto s = session_.attach(pids[i]); !s) {
+      session_.detach_all();  // the processes attached so far run on untouched
+      // With nothing traced, the plugins have nothing to say (calltrace would report
+      // its patterns as matching nothing, next to the one line of the error).
+      if (i > 0) host_.finish();
+      return s.error();
+    }
+    if (main_pid_ == 0) main_pid_ = tgid_of(pids[i]);
+  }
+  loop();
+  host_.finish();
+  return host_.crashed() ? 1 : 0;
+}
+
+namespace {
+
+// Is a SIGTRAP pending for this very thread?
+bool sigtrap_pending(pid_t tid) {
+  unsigned long long mask = std::strtoull(status_field(tid, "SigPnd").c_str(), nullptr, 16);
+  return mask & (1ull << (SIGTRAP - 1));
+}
+
+}  // namespace
+
+void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
+  Thread* t = &thread;
+  pid_t tid = t->tid;
+  switch (ws.kind) {
+    case WaitStatus::Kind::EventStop:
+      if (ws.event == PTRACE_EVENT_STOP && t->awaiting_initial_stop) {
+        t->awaiting_initial_stop = false;
+        start_initial_thread(*t);  // marks it stopped (or releases an unfollowed child)
+        return;
+      }
+      if (ws.event == PTRACE_EVENT_STOP && sigtrap_pending(tid)) {
+        // The thread executed a breakpoint, but the interrupt is reported before the
+        // SIGTRAP is dequeued. Detached now, it would get the SIGTRAP: let it report
+        // the signal first, which rewinds it.
+        (void)ptrace::cont(tid, 0);
+        return;
+      }
+      if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)
+        handle_new_task(*t, ws.event);
+      if (ws.event == PTRACE_EVENT_EXEC) forget_image(*t);
+      t->stopped = true;
+      return;
+    case WaitStatus::Kind::GroupStop:
+      t->stopped = true;
+      t->group_stop = true;
+      return;
+    case WaitStatus::Kind::SignalStop:
+      t->stopped = true;
+      if (ws.signal == SIGTRAP) {
+        Process& p = *t->process;
+        auto regs = ptrace::get_regs(tid);
+        if (!regs) return;
+        RemoteAddr at = arch::host().trap_address(regs->ip());
+        if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
+          if (!returns_.finish_return(*t, *regs))
+            log::error("thread {} returned through the trampoline with no matching frame", tid);
+          (void)ptrace::set_regs(tid, *regs);
+        } else if (p.space.breakpoints.count(at)) {
+          regs->set_ip(at);  // runs the original instruction once it is back
+          (void)ptrace::set_regs(tid, *regs);
+        } else {
+          t->held_signal = SIGTRAP;
+        }
+        return;
+      }
+      t->held_signal = ws.signal;
+      return;
+    default:
+      t->stopped = true;
+      return;
+  }
 }
 
 }  // namespace ft

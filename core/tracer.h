@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/clock.h"
+#include "core/attach_session.h"
 #include "core/event_reporter.h"
 #include "core/injector.h"
 #include "core/options.h"
@@ -39,7 +39,7 @@
 namespace ft {
 
 
-class Tracer : private StopQueue::Sleeper {
+class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
  public:
   Tracer(const Options& opts, PluginHost& host);
   ~Tracer();
@@ -47,7 +47,7 @@ class Tracer : private StopQueue::Sleeper {
   // Runs the program to completion; returns functracer's exit status.
   Result<int> run_launch();
   // Attaches to running processes (-p), traces them until they exit or functracer is
-  // asked to stop, then detaches; returns 0 (see tracer_attach.cc).
+  // asked to stop, then detaches; returns 0 (see attach_session.h).
   Result<int> run_attach(const std::vector<pid_t>& pids);
 
   TracerStats stats() const {
@@ -135,20 +135,14 @@ class Tracer : private StopQueue::Sleeper {
   // Remembers who sent a stop signal the program takes (for delivered_directly).
   void note_own_signal(Thread& t, int sig);
 
-  // Attaching and detaching (tracer_attach.cc).
-  Status attach(pid_t pid);
-  Status seize_threads(Process& p);
-  Status stop_thread(Thread& t);
-  Status setup_attached(Process& p);
-  void detach_all();
+  // AttachSession::Engine.
+  void on_new_task(Thread& parent, int event) override { handle_new_task(parent, event); }
+  Status set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) override;
+  void resume_stopped(Thread& t) override { resume(t); }
+  void dispatch(pid_t tid, int status) override { handle_status(tid, status); }
   // A stop while detaching: the thread is left stopped, put where it can run on.
   void collect_for_detach(Thread& t, const WaitStatus& ws);
-  // Takes every breakpoint byte and hijacked return address out of the process, and
-  // marks its areas for the next functracer.
-  void remove_instrumentation(Process& p);
-  // Areas an earlier functracer left in the process (attach).
-  void adopt_areas(Process& p, const std::vector<MapsEntry>& maps);
-  void detach_process(Process& p);
+
   const Options& opts_;
   PluginHost& host_;
   ProcessTable procs_;
@@ -158,12 +152,12 @@ class Tracer : private StopQueue::Sleeper {
   int main_exit_ = 0;
   bool enabled_ = true;
   bool attach_mode_ = false;  // -p: functracer's SIGINT/SIGTERM detach instead of being passed on
-  bool detaching_ = false;    // stopping every thread to let go of them
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
   TracerStats stats_;
   EventReporter report_{opts_, host_, procs_, stats_};
   ReturnHooks returns_{injector_, report_, stats_};
+  AttachSession session_{procs_, stops_, report_, returns_, *this};
 };
 
 }  // namespace ft

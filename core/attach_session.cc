@@ -1,18 +1,5 @@
-// The attach/detach session: attaching to running processes (-p) and letting go of them.
-//
-// Attach: every thread listed in /proc/PID/task is seized (the list is read again
-// until a pass finds no thread it has not tried: threads created meanwhile by a
-// seized thread are attached by the kernel and announced by their clone event) and
-// interrupted; once every thread is in a ptrace-stop, the modules are read and the
-// breakpoints planted exactly as after an exec, and the threads are resumed.
-//
-// Detach (SIGINT/SIGTERM/SIGHUP/SIGQUIT to functracer in attach mode): every thread of
-// every process is interrupted and its stop collected; a thread caught on an entry
-// breakpoint is rewound onto the original instruction, one caught on the trampoline
-// finishes its return. Then each process gets its breakpoint bytes and every
-// hijacked return address back, held signals go with the detach, and the program
-// runs on. Out-of-line areas stay mapped: a thread may still be running in one (a
-// signal handler interrupted it there).
+#include "core/attach_session.h"
+
 #include <dirent.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -26,12 +13,12 @@
 #include <fstream>
 #include <set>
 
+#include "common/clock.h"
+#include "core/instrumentation.h"
 #include "core/log.h"
-#include "functracer/schema.h"
-#include "core/procfs.h"
 #include "core/ptrace.h"
-#include "core/tracer.h"
-#include "arch/arch.h"
+#include "core/wait_status.h"
+#include "functracer/schema.h"
 
 namespace ft {
 namespace {
@@ -59,12 +46,6 @@ std::vector<pid_t> task_ids(pid_t pid) {
   return out;
 }
 
-// Is a SIGTRAP pending for this very thread?
-bool sigtrap_pending(pid_t tid) {
-  unsigned long long mask = std::strtoull(status_field(tid, "SigPnd").c_str(), nullptr, 16);
-  return mask & (1ull << (SIGTRAP - 1));
-}
-
 // A number from /proc/PID/status ("PPid", "TracerPid"); -1 when unknown.
 long status_number(pid_t pid, std::string_view name) {
   std::string v = status_field(pid, name);
@@ -73,23 +54,7 @@ long status_number(pid_t pid, std::string_view name) {
 
 }  // namespace
 
-Result<int> Tracer::run_attach(const std::vector<pid_t>& pids) {
-  attach_mode_ = true;
-  for (size_t i = 0; i < pids.size(); ++i) {
-    if (auto s = attach(pids[i]); !s) {
-      detach_all();  // the processes attached so far run on untouched
-      // With nothing traced, the plugins have nothing to say (calltrace would report
-      // its patterns as matching nothing, next to the one line of the error).
-      if (i > 0) host_.finish();
-      return s.error();
-    }
-  }
-  loop();
-  host_.finish();
-  return host_.crashed() ? 1 : 0;
-}
-
-Status Tracer::attach(pid_t pid) {
+Status AttachSession::attach(pid_t pid) {
   pid_t tgid = tgid_of(pid);
   if (tgid == 0) return Error::msg(fmt::format("no such process: {}", pid));
   if (tgid == ::getpid()) return Error::msg(fmt::format("cannot attach to process {}: it is functracer itself", pid));
@@ -97,7 +62,6 @@ Status Tracer::attach(pid_t pid) {
   Process& p = procs_.add(std::make_unique<Process>(tgid));
   p.attached = true;
   p.started = true;
-  if (main_pid_ == 0) main_pid_ = tgid;
 
   auto let_go = [&](Status s) {
     for (auto& [tid, t] : p.threads())
@@ -110,7 +74,7 @@ Status Tracer::attach(pid_t pid) {
   p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (auto s = report_.open_trace(p); !s) return let_go(s);
-  if (auto s = setup_attached(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
+  if (auto s = set_up(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
   if (p.trace) p.trace->flush();  // the header and module map are there for readers at once
   log::info("attached to process {} ({} thread{})", p.pid(), p.threads().size(), p.threads().size() == 1 ? "" : "s");
   for (auto& [tid, t] : p.threads()) {
@@ -120,13 +84,13 @@ Status Tracer::attach(pid_t pid) {
       t->group_stop = false;
       (void)ptrace::listen(tid);
     } else {
-      resume(*t);
+      engine_.resume_stopped(*t);
     }
   }
   return {};
 }
 
-Status Tracer::seize_threads(Process& p) {
+Status AttachSession::seize_threads(Process& p) {
   std::set<pid_t> tried;
   for (bool added = true; added;) {
     added = false;
@@ -178,7 +142,7 @@ Status Tracer::seize_threads(Process& p) {
   return {};
 }
 
-Status Tracer::stop_thread(Thread& t) {
+Status AttachSession::stop_thread(Thread& t) {
   uint64_t since = monotonic_ns();
   bool warned = false;
   while (!t.stopped) {
@@ -206,7 +170,7 @@ Status Tracer::stop_thread(Thread& t) {
           return Error::msg(fmt::format("thread {} called exec", t.tid));
         }
         if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)
-          handle_new_task(t, ws.event);
+          engine_.on_new_task(t, ws.event);
         t.stopped = true;
         break;
       case WaitStatus::Kind::GroupStop:
@@ -226,7 +190,7 @@ Status Tracer::stop_thread(Thread& t) {
   return {};
 }
 
-Status Tracer::setup_attached(Process& p) {
+Status AttachSession::set_up(Process& p) {
   p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (auto s = p.mem().open(); !s) return s;
@@ -267,12 +231,10 @@ Status Tracer::setup_attached(Process& p) {
       break;
     }
   adopt_areas(p, *maps);
-  if (auto s = load_modules(p, *worker, *regs, *maps); !s) return s;
-  resolve_ifuncs(p, *worker, *regs);  // everything is relocated already
-  return {};
+  return engine_.set_up_image(p, *worker, *regs, *maps);
 }
 
-void Tracer::detach_all() {
+void AttachSession::detach_all() {
   detaching_ = true;
   for (auto& [pid, p] : procs_)
     for (auto& [tid, t] : p->threads())
@@ -300,111 +262,12 @@ void Tracer::detach_all() {
       ::usleep(200);
       continue;
     }
-    handle_status(stop->tid, stop->status);  // while detaching_: collect_for_detach
+    engine_.dispatch(stop->tid, stop->status);
   }
   detaching_ = false;
 }
 
-void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
-  Thread* t = &thread;
-  pid_t tid = t->tid;
-  switch (ws.kind) {
-    case WaitStatus::Kind::EventStop:
-      if (ws.event == PTRACE_EVENT_STOP && t->awaiting_initial_stop) {
-        t->awaiting_initial_stop = false;
-        start_initial_thread(*t);  // marks it stopped (or releases an unfollowed child)
-        return;
-      }
-      if (ws.event == PTRACE_EVENT_STOP && sigtrap_pending(tid)) {
-        // The thread executed a breakpoint, but the interrupt is reported before the
-        // SIGTRAP is dequeued. Detached now, it would get the SIGTRAP: let it report
-        // the signal first, which rewinds it.
-        (void)ptrace::cont(tid, 0);
-        return;
-      }
-      if (ws.event == PTRACE_EVENT_CLONE || ws.event == PTRACE_EVENT_FORK || ws.event == PTRACE_EVENT_VFORK)
-        handle_new_task(*t, ws.event);
-      if (ws.event == PTRACE_EVENT_EXEC) forget_image(*t);
-      t->stopped = true;
-      return;
-    case WaitStatus::Kind::GroupStop:
-      t->stopped = true;
-      t->group_stop = true;
-      return;
-    case WaitStatus::Kind::SignalStop:
-      t->stopped = true;
-      if (ws.signal == SIGTRAP) {
-        Process& p = *t->process;
-        auto regs = ptrace::get_regs(tid);
-        if (!regs) return;
-        RemoteAddr at = arch::host().trap_address(regs->ip());
-        if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
-          if (!returns_.finish_return(*t, *regs))
-            log::error("thread {} returned through the trampoline with no matching frame", tid);
-          (void)ptrace::set_regs(tid, *regs);
-        } else if (p.space.breakpoints.count(at)) {
-          regs->set_ip(at);  // runs the original instruction once it is back
-          (void)ptrace::set_regs(tid, *regs);
-        } else {
-          t->held_signal = SIGTRAP;
-        }
-        return;
-      }
-      t->held_signal = ws.signal;
-      return;
-    default:
-      t->stopped = true;
-      return;
-  }
-}
-
-void Tracer::adopt_areas(Process& p, const std::vector<MapsEntry>& maps) {
-  for (const auto& e : maps) {
-    if (e.path.empty() && e.end - e.start == fastret::kDataSize && e.r && e.w && !e.x && p.space.fast_data.null()) {
-      // The return records of an earlier functracer (fast_return.h): every block is
-      // free again, their tops are reset as threads take them.
-      if (auto mark = p.mem().read_u64(RemoteAddr(e.start)); mark && *mark == fastret::kDataMark) {
-        p.space.fast_data = RemoteAddr(e.start);
-        FT_DEBUG("process {}: adopted the return records at {:#x}", p.pid(), e.start);
-      }
-      continue;
-    }
-    if (!e.path.empty() || e.end - e.start != SsolArea::kSize || !e.r || e.w || !e.x) continue;
-    uint8_t head[SsolArea::kMarkOffset + 16] = {};
-    if (!p.mem().read_exact(RemoteAddr(e.start), head)) continue;
-    uint64_t mark = 0, next = 0;
-    std::memcpy(&mark, head + SsolArea::kMarkOffset, 8);
-    std::memcpy(&next, head + SsolArea::kMarkOffset + 8, 8);
-    bool ours = mark == SsolArea::kMark && arch::host().is_area_header(head, SsolArea::kSyscallOffset) &&
-                next >= SsolArea::kFirstSlotOffset && next <= SsolArea::kSize && next % SsolArea::kSlotSize == 0;
-    if (!ours) continue;
-    // Slots below `next` may still be run by a thread; new ones go after them. The
-    // mark is cleared while this functracer uses the area.
-    static constexpr uint8_t kZero[16] = {};
-    if (!p.mem().write(RemoteAddr(e.start + SsolArea::kMarkOffset), kZero)) continue;
-    auto area = std::make_unique<SsolArea>(RemoteAddr(e.start), next);
-    if (p.space.trampoline.null()) p.space.trampoline = area->trampoline();
-    FT_DEBUG("process {}: adopted the out-of-line area at {:#x} ({} bytes used)", p.pid(), e.start, next);
-    p.space.areas.push_back(std::move(area));
-  }
-}
-
-void Tracer::remove_instrumentation(Process& p) {
-  for (const auto& a : p.space.areas) {
-    uint64_t mark[2] = {SsolArea::kMark, a->next_offset()};
-    (void)p.mem().write(a->base() + SsolArea::kMarkOffset, {reinterpret_cast<const uint8_t*>(mark), sizeof mark});
-  }
-  for (const auto& [addr, bp] : p.space.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
-  if (p.space.trampoline.null()) return;
-  for (const auto& [tid, t] : p.threads())
-    for (const auto& f : t->stack.frames()) {
-      if (!f.armed || f.tail || f.site) continue;
-      auto v = p.mem().read_u64(f.slot);
-      if (v && p.space.is_return_hook(RemoteAddr(*v))) (void)p.mem().write_u64(f.slot, f.real_ret.value());
-    }
-}
-
-void Tracer::detach_process(Process& p) {
+void AttachSession::detach_process(Process& p) {
   returns_.drain(p);
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads()) {
