@@ -23,13 +23,16 @@ pid_t StopQueue::wait_kernel(int* status, int flags, pid_t which) {
   return tid;
 }
 
-std::optional<Stop> StopQueue::next(Sleeper& sleeper) {
+std::optional<Stop> StopQueue::next(Sleeper& sleeper, bool many_threads) {
   if (!deferred_.empty()) {
     Stop s = deferred_.front();
     deferred_.pop_front();
     return s;
   }
-  return wait_any(sleeper);
+  auto s = wait_any(sleeper);
+  // With one thread there is no one to starve: save the system call.
+  if (s && many_threads) collect_pending();
+  return s;
 }
 
 void StopQueue::collect_pending() {

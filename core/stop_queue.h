@@ -58,8 +58,9 @@ class StopQueue {
 
   // The next stop for the main loop: a queued one, else one from the kernel. nullopt
   // with errno set: EINTR (the sleeper asked to wake up), ECHILD (no tracee left), or
-  // another waitpid error.
-  std::optional<Stop> next(Sleeper& sleeper);
+  // another waitpid error. A stop taken from the kernel while many_threads are traced
+  // brings every other stop already there into the queue (collect_pending).
+  std::optional<Stop> next(Sleeper& sleeper, bool many_threads);
   // Queues every stop the kernel has ready now (see the fairness note above).
   void collect_pending();
   // A stop of any tracee if one is queued or ready, without waiting. nullopt with

@@ -97,16 +97,13 @@ void Tracer::loop() {
       enabled_ = !enabled_;
       log::info("tracing {}", enabled_ ? "enabled" : "disabled");
     }
-    bool queued = !stops_.deferred().empty();
-    auto stop = stops_.next(*this);
+    auto stop = stops_.next(*this, procs_.thread_count() > 1);
     if (!stop) {
       if (errno == EINTR) continue;
       if (errno == ECHILD) break;
       log::error("waitpid: {}", std::strerror(errno));
       break;
     }
-    // With one thread there is no one to starve: save the system call.
-    if (!queued && procs_.thread_count() > 1) stops_.collect_pending();
     handle_status(stop->tid, stop->status);
     // A trace whose process makes no records while others keep functracer busy.
     if ((++handled & 1023) == 0) flush_aged_traces(monotonic_ns());
