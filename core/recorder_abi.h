@@ -1,0 +1,180 @@
+/* The memory the in-process recorder shares with functracer, and the protocol both
+ * sides follow on it (doc/internals.md §8b).
+ *
+ * One region per traced address space, mapped shared into the process and into
+ * functracer (a memfd). It holds a header, a table from a thread's thread pointer to
+ * its ring, and one ring per thread: the thread writes events into its ring in the
+ * process (the producer), functracer reads them at its next stop or when it wakes up
+ * to drain (the consumer). Nothing on the producer's side takes a lock, makes a
+ * system call or waits: a full ring loses the event and counts it.
+ *
+ * Why a thread pointer: the recorder runs on the thread that made the call and must
+ * find that thread's ring without a system call. The thread pointer (x86-64 fs base,
+ * read with rdfsbase; AArch64 tpidr_el0) is per thread and readable in one
+ * instruction. functracer enters a thread's key while the thread is stopped (its first
+ * stop, attach, or a stop on the slow path after the program changed its thread
+ * pointer); only functracer writes the table, so the producer only reads it. A thread
+ * whose key is not there takes the stop path.
+ *
+ * Producers on one ring: the thread, and a signal handler that interrupts it inside
+ * the recorder and calls a recorded function itself. Space is therefore reserved
+ * with a compare-and-swap on head (one instruction: atomic with respect to the same
+ * thread's signal handlers), the record written, then committed by storing its size
+ * last (release). The consumer reads records in ring order and stops at one whose
+ * size is still 0: an interrupted producer's record is read once it is committed,
+ * before the handler's records reserved after it.
+ *
+ * Consumer: copies a committed record out, zeroes its bytes (a producer's next lap
+ * finds size 0 there) and then advances tail (release): the space is free again.
+ *
+ * This header is C and freestanding (it is compiled into the recorder, which runs in
+ * the traced process without a C library) as well as C++ (functracer, the tests).
+ */
+#ifndef FUNCTRACER_CORE_RECORDER_ABI_H
+#define FUNCTRACER_CORE_RECORDER_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FT_REC_MAGIC 0x31304345525446ull /* "FTREC01" */
+#define FT_REC_VERSION 1u
+#define FT_REC_MAX_THREADS 1024u /* rings in a region */
+#define FT_REC_KEYS 2048u        /* key table entries: a power of two, twice the rings */
+#define FT_REC_KEY_EMPTY 0ull
+#define FT_REC_KEY_REMOVED 1ull  /* a thread that is gone: lookups go on past it */
+#define FT_REC_NO_RING UINT64_MAX
+
+/* Kinds of event record. */
+enum {
+  FT_REC_CALL = 1,   /* a recorded function was entered */
+  FT_REC_RETURN = 2, /* it returned (the return hook in the process) */
+};
+
+/* One thread's key: its thread pointer and its ring's index. */
+struct ft_rec_key {
+  uint64_t tp;   /* FT_REC_KEY_EMPTY, FT_REC_KEY_REMOVED, or a thread pointer */
+  uint64_t ring; /* index of the ring; written before tp */
+};
+
+/* The head of one ring; its data (ring_bytes) follows, 64-byte aligned. */
+struct ft_rec_ring {
+  uint64_t head;        /* bytes reserved by producers since the ring was set up */
+  uint64_t tail;        /* bytes consumed by functracer */
+  uint64_t lost_events; /* events a full ring could not take */
+  uint64_t lost_bytes;
+  uint64_t pad[4];
+};
+
+struct ft_rec_header {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t max_threads;
+  uint64_t ring_bytes;   /* data bytes per ring: a power of two, at least 4 KiB */
+  uint64_t rings_offset; /* of ring 0's ft_rec_ring, from the region's start */
+  uint64_t ring_stride;  /* from one ring's ft_rec_ring to the next one's */
+  uint64_t enabled;      /* 0: record nothing (tracing toggled off, detaching) */
+  uint64_t no_ring;      /* entries whose thread had no ring: they took the stop path */
+  uint64_t pad[1];
+  struct ft_rec_key keys[FT_REC_KEYS];
+};
+
+/* An event as it sits in a ring: whole 8-byte words. The first word (size, kind,
+ * nwords) is written last; positions and sizes are multiples of 8 and so is a ring's
+ * size, so no word ever wraps. */
+struct ft_rec_event {
+  uint32_t size;   /* of the whole record, a multiple of 8; 0 until committed */
+  uint16_t kind;   /* FT_REC_CALL, FT_REC_RETURN */
+  uint16_t nwords; /* words[] that follow */
+  uint32_t fn;     /* the function's id */
+  uint32_t flags;
+  uint64_t tsc;    /* time stamp counter at the event */
+  uint64_t words[];
+};
+
+#define FT_REC_EVENT_HEADER ((uint32_t)sizeof(struct ft_rec_event))
+#define FT_REC_MAX_WORDS 64u
+
+/* Bytes a region with these dimensions takes. */
+static inline uint64_t ft_rec_region_size(uint64_t ring_bytes) {
+  uint64_t stride = sizeof(struct ft_rec_ring) + ring_bytes;
+  uint64_t rings = (sizeof(struct ft_rec_header) + 63) & ~(uint64_t)63;
+  return rings + stride * FT_REC_MAX_THREADS;
+}
+
+static inline struct ft_rec_ring* ft_rec_ring_at(struct ft_rec_header* h, uint64_t index) {
+  return (struct ft_rec_ring*)((char*)h + h->rings_offset + h->ring_stride * index);
+}
+
+static inline uint8_t* ft_rec_ring_data(struct ft_rec_ring* r) { return (uint8_t*)(r + 1); }
+
+static inline uint64_t ft_rec_key_hash(uint64_t tp) {
+  /* Thread pointers are page-aligned-ish and far apart: mix the high bits in. */
+  tp ^= tp >> 33;
+  tp *= 0xff51afd7ed558ccdull;
+  tp ^= tp >> 33;
+  return tp & (FT_REC_KEYS - 1);
+}
+
+/* ---- producer side (the recorder, on the thread itself) ---- */
+
+/* The ring of the thread whose thread pointer is tp, or NULL. */
+static inline struct ft_rec_ring* ft_rec_find(struct ft_rec_header* h, uint64_t tp) {
+  if (tp <= FT_REC_KEY_REMOVED) return NULL;
+  uint64_t i = ft_rec_key_hash(tp);
+  for (uint32_t n = 0; n < FT_REC_KEYS; ++n, i = (i + 1) & (FT_REC_KEYS - 1)) {
+    uint64_t k = __atomic_load_n(&h->keys[i].tp, __ATOMIC_ACQUIRE);
+    if (k == tp) {
+      uint64_t ring = h->keys[i].ring;
+      return ring < h->max_threads ? ft_rec_ring_at(h, ring) : NULL;
+    }
+    if (k == FT_REC_KEY_EMPTY) return NULL;
+  }
+  return NULL;
+}
+
+/* Reserves size bytes (a multiple of 8) in r: the record's position (head value), or
+ * FT_REC_NO_RING when the ring is full (the event is counted lost). */
+static inline uint64_t ft_rec_reserve(struct ft_rec_ring* r, uint64_t ring_bytes, uint32_t size) {
+  uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+  for (;;) {
+    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    if (head - tail + size > ring_bytes) {
+      __atomic_fetch_add(&r->lost_events, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_add(&r->lost_bytes, size, __ATOMIC_RELAXED);
+      return FT_REC_NO_RING;
+    }
+    if (__atomic_compare_exchange_n(&r->head, &head, head + size, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return head;
+  }
+}
+
+/* Stores the 8-byte word v at position pos of the ring (pos a multiple of 8). */
+static inline void ft_rec_put_word(struct ft_rec_ring* r, uint64_t ring_bytes, uint64_t pos, uint64_t v) {
+  *(uint64_t*)(ft_rec_ring_data(r) + (pos & (ring_bytes - 1))) = v;
+}
+
+/* Writes one whole record: ev's fn, flags, tsc and nwords (its size is computed),
+ * then the nwords words. Returns 0 when written, -1 when the ring was full. */
+static inline int ft_rec_write_event(struct ft_rec_ring* r, uint64_t ring_bytes, const struct ft_rec_event* ev,
+                                     const uint64_t* words) {
+  uint32_t size = FT_REC_EVENT_HEADER + 8u * ev->nwords;
+  uint64_t pos = ft_rec_reserve(r, ring_bytes, size);
+  if (pos == FT_REC_NO_RING) return -1;
+  ft_rec_put_word(r, ring_bytes, pos + 8, (uint64_t)ev->fn | (uint64_t)ev->flags << 32);
+  ft_rec_put_word(r, ring_bytes, pos + 16, ev->tsc);
+  for (uint32_t i = 0; i < ev->nwords; ++i) ft_rec_put_word(r, ring_bytes, pos + FT_REC_EVENT_HEADER + 8u * i, words[i]);
+  /* The first word last: the record is there once its size is. */
+  uint64_t first = (uint64_t)size | (uint64_t)ev->kind << 32 | (uint64_t)ev->nwords << 48;
+  __atomic_store_n((uint64_t*)(ft_rec_ring_data(r) + (pos & (ring_bytes - 1))), first, __ATOMIC_RELEASE);
+  return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
