@@ -47,6 +47,7 @@ extern "C" {
 #define FT_REC_KEY_EMPTY 0ull
 #define FT_REC_KEY_REMOVED 1ull  /* a thread that is gone: lookups go on past it */
 #define FT_REC_NO_RING UINT64_MAX
+#define FT_REC_MAX_FRAMES 128u   /* open recorded frames per thread whose return is hooked */
 
 /* Kinds of event record. */
 enum {
@@ -66,7 +67,15 @@ struct ft_rec_ring {
   uint64_t tail;        /* bytes consumed by functracer */
   uint64_t lost_events; /* events a full ring could not take */
   uint64_t lost_bytes;
-  uint64_t pad[4];
+  uint64_t depth;       /* frames[] in use: calls whose return is hooked, outermost first */
+  uint64_t pad[3];
+};
+
+/* A call whose return is hooked: where its return address was and what it was. */
+struct ft_rec_frame {
+  uint64_t slot;     /* stack address of the return address, now the return stub's */
+  uint64_t real_ret;
+  uint64_t fn;
 };
 
 struct ft_rec_header {
@@ -78,7 +87,9 @@ struct ft_rec_header {
   uint64_t ring_stride;  /* from one ring's ft_rec_ring to the next one's */
   uint64_t enabled;      /* 0: record nothing (tracing toggled off, detaching) */
   uint64_t no_ring;      /* entries whose thread had no ring: they took the stop path */
-  uint64_t pad[1];
+  uint64_t frames_offset; /* of ring 0's frames (FT_REC_MAX_FRAMES ft_rec_frame per ring) */
+  uint64_t return_stub;   /* the code a hooked return goes to (written into the slot) */
+  uint64_t pad[6];
   struct ft_rec_key keys[FT_REC_KEYS];
 };
 
@@ -99,10 +110,12 @@ struct ft_rec_event {
 #define FT_REC_MAX_WORDS 64u
 
 /* Bytes a region with these dimensions takes. */
+static inline uint64_t ft_rec_rings_offset(void) { return (sizeof(struct ft_rec_header) + 63) & ~(uint64_t)63; }
+static inline uint64_t ft_rec_frames_offset(uint64_t ring_bytes) {
+  return ft_rec_rings_offset() + (sizeof(struct ft_rec_ring) + ring_bytes) * FT_REC_MAX_THREADS;
+}
 static inline uint64_t ft_rec_region_size(uint64_t ring_bytes) {
-  uint64_t stride = sizeof(struct ft_rec_ring) + ring_bytes;
-  uint64_t rings = (sizeof(struct ft_rec_header) + 63) & ~(uint64_t)63;
-  return rings + stride * FT_REC_MAX_THREADS;
+  return ft_rec_frames_offset(ring_bytes) + sizeof(struct ft_rec_frame) * FT_REC_MAX_FRAMES * FT_REC_MAX_THREADS;
 }
 
 static inline struct ft_rec_ring* ft_rec_ring_at(struct ft_rec_header* h, uint64_t index) {
@@ -110,6 +123,15 @@ static inline struct ft_rec_ring* ft_rec_ring_at(struct ft_rec_header* h, uint64
 }
 
 static inline uint8_t* ft_rec_ring_data(struct ft_rec_ring* r) { return (uint8_t*)(r + 1); }
+
+static inline uint64_t ft_rec_ring_index(const struct ft_rec_header* h, const struct ft_rec_ring* r) {
+  return (uint64_t)((const char*)r - ((const char*)h + h->rings_offset)) / h->ring_stride;
+}
+
+/* The hooked frames of ring `index`. */
+static inline struct ft_rec_frame* ft_rec_frames(struct ft_rec_header* h, uint64_t index) {
+  return (struct ft_rec_frame*)((char*)h + h->frames_offset) + index * FT_REC_MAX_FRAMES;
+}
 
 static inline uint64_t ft_rec_key_hash(uint64_t tp) {
   /* Thread pointers are page-aligned-ish and far apart: mix the high bits in. */

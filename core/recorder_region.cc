@@ -16,8 +16,9 @@ RecorderRegion RecorderRegion::create(void* base, uint64_t ring_bytes) {
   h->version = FT_REC_VERSION;
   h->max_threads = FT_REC_MAX_THREADS;
   h->ring_bytes = ring_bytes;
-  h->rings_offset = (sizeof(ft_rec_header) + 63) & ~uint64_t{63};
+  h->rings_offset = ft_rec_rings_offset();
   h->ring_stride = sizeof(ft_rec_ring) + ring_bytes;
+  h->frames_offset = ft_rec_frames_offset(ring_bytes);
   h->enabled = 1;
   __atomic_store_n(&h->magic, FT_REC_MAGIC, __ATOMIC_RELEASE);
   return RecorderRegion(h);
@@ -28,7 +29,8 @@ std::optional<RecorderRegion> RecorderRegion::adopt(void* base, uint64_t size) {
   auto* h = static_cast<ft_rec_header*>(base);
   if (h->magic != FT_REC_MAGIC || h->version != FT_REC_VERSION || h->max_threads != FT_REC_MAX_THREADS ||
       h->ring_bytes < 4096 || (h->ring_bytes & (h->ring_bytes - 1)) != 0 ||
-      ft_rec_region_size(h->ring_bytes) != size)
+      ft_rec_region_size(h->ring_bytes) != size || h->rings_offset != ft_rec_rings_offset() ||
+      h->ring_stride != sizeof(ft_rec_ring) + h->ring_bytes || h->frames_offset != ft_rec_frames_offset(h->ring_bytes))
     return std::nullopt;
   RecorderRegion r(h);
   // Keys of an earlier session name threads that may be gone: start from none.
@@ -71,6 +73,7 @@ std::optional<uint32_t> RecorderRegion::add_thread(uint64_t tp) {
   std::memset(ft_rec_ring_data(r), 0, h_->ring_bytes);
   r->head = r->tail = 0;
   r->lost_events = r->lost_bytes = 0;
+  r->depth = 0;
   used_[index] = true;
   ++used_count_;
   k->ring = index;
