@@ -31,6 +31,7 @@
 #include "arch/calling_convention.h"
 #include "arch/plt.h"
 #include "arch/relocation.h"
+#include "arch/recorder_stubs.h"
 #include "arch/return_stub.h"
 #include "common/remote_addr.h"
 
@@ -109,6 +110,9 @@ struct Traits {
 
   // Returns handled in the process; nullptr: the architecture has no stub (yet).
   const ReturnStub* return_stub;
+  // The in-process recorder's entry trampolines and return stub (arch/recorder_stubs.h);
+  // nullptr: the architecture has none (yet), every entry takes a stop.
+  const RecorderStubs* recorder;
 
   // PLT stubs: relocation types, the bytes of the lazy .plt's header (PLT0), a stub's
   // size in the relocation-order fallback, the largest stub, and the decoder.

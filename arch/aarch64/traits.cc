@@ -39,6 +39,7 @@ const Traits kAArch64Traits = {
              .link = kX30,
              .stack_align = 16},
     .return_stub = nullptr,
+    .recorder = nullptr,
     .plt_relocations = {.jump_slot = R_AARCH64_JUMP_SLOT, .glob_dat = R_AARCH64_GLOB_DAT, .irelative = R_AARCH64_IRELATIVE},
     .plt_header_size = 32,
     .plt_entry_size = 16,

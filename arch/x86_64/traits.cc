@@ -38,6 +38,7 @@ const Traits kX86_64Traits = {
              .link = kNoReg,
              .stack_align = 16},
     .return_stub = &kX86_64ReturnStub,
+    .recorder = &kX86_64RecorderStubs,
     .plt_relocations = {.jump_slot = R_X86_64_JUMP_SLOT, .glob_dat = R_X86_64_GLOB_DAT, .irelative = R_X86_64_IRELATIVE},
     .plt_header_size = 16,
     .plt_entry_size = 16,

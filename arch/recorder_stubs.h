@@ -1,0 +1,53 @@
+// The architecture's half of the in-process recorder (core/recorder.h): the code that
+// brings a thread from a patched function entry, or from a hooked return, into the
+// recorder and back, without a system call.
+//
+// Entry trampoline, one per recorded function, reached by the jump written over the
+// function's first instructions: saves every register a call may carry an argument
+// in, reads the time stamp counter and the thread pointer, calls
+// ft_recorder_entry(region, site, args, slot, tp, tsc), restores the registers, and
+// then either runs the function's displaced instructions (relocated to the
+// trampoline: `window`) and jumps back into the function after them, or, when the
+// recorder says FT_REC_STOP, traps at slow_trap: functracer handles the entry with a
+// stop and resumes the thread at body (the displaced instructions).
+//
+// Return stub, one per address space: a hooked return comes here. Saves the return
+// registers, calls ft_recorder_return(region, sp_after, rets, tp, tsc) and jumps to
+// the real return address it gives, with the return registers as the function left
+// them; on 0 it traps at slow_trap with the stack as a return to the trampoline
+// leaves it (functracer handles it as such).
+//
+// Neither uses the stack above the stack pointer it was entered with, nor a vector
+// register; both keep every register the function's caller may rely on. The
+// recorder is called with a correctly aligned stack when the program's was.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ft::arch {
+
+struct RecorderCode {
+  std::vector<uint8_t> code;
+  size_t body = 0;       // entry trampoline: where the displaced instructions start
+  size_t slow_trap = 0;  // the trap of the stop path
+};
+
+struct RecorderStubs {
+  // at: the trampoline's address; entry_fn: ft_recorder_entry's address; window: the
+  // displaced instructions, relocated to run at at + body (see arch/entry_patch.h);
+  // resume: where the function goes on after them.
+  RecorderCode (*entry_trampoline)(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
+                                   std::span<const uint8_t> window, uint64_t resume);
+  RecorderCode (*return_stub)(uint64_t region, uint64_t return_fn);
+  // The largest entry trampoline without its window.
+  size_t entry_overhead;
+};
+
+// x86-64: the thread pointer is the fs base, read with rdfsbase: only where the
+// kernel allows it (AT_HWCAP2 & HWCAP2_FSGSBASE, Linux 5.9 and later).
+extern const RecorderStubs kX86_64RecorderStubs;
+
+}  // namespace ft::arch

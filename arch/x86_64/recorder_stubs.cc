@@ -1,0 +1,106 @@
+#include <cstring>
+
+#include "arch/recorder_stubs.h"
+#include "common/check.h"
+
+namespace ft::arch {
+namespace {
+
+class Emitter {
+ public:
+  Emitter& bytes(std::initializer_list<uint8_t> b) {
+    out_.insert(out_.end(), b);
+    return *this;
+  }
+  Emitter& u64(uint64_t v) {
+    uint8_t b[8];
+    std::memcpy(b, &v, 8);
+    out_.insert(out_.end(), b, b + 8);
+    return *this;
+  }
+  Emitter& raw(std::span<const uint8_t> b) {
+    out_.insert(out_.end(), b.begin(), b.end());
+    return *this;
+  }
+  size_t size() const { return out_.size(); }
+  // A jcc rel32 whose target is set later.
+  size_t jcc32(uint8_t cc) {
+    bytes({0x0f, cc, 0, 0, 0, 0});
+    return out_.size();
+  }
+  void land(size_t after_jcc) {
+    int32_t rel = static_cast<int32_t>(out_.size() - after_jcc);
+    std::memcpy(&out_[after_jcc - 4], &rel, 4);
+  }
+  std::vector<uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+// rdtsc; shl rdx, 32; or rax, rdx  (the counter in rax; rdx clobbered)
+void read_tsc(Emitter& e) { e.bytes({0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0}); }
+
+RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
+                              std::span<const uint8_t> window, uint64_t resume) {
+  (void)at;  // the code is position-independent
+  Emitter e;
+  // Pushed in reverse so that [rsp] .. [rsp+40] are rdi, rsi, rdx, rcx, r8, r9 (the
+  // arguments in order), then rax (al: vector registers of a variadic call), r10 (a
+  // static chain), r11; the return address at [rsp+72]. 9 pushes keep the alignment
+  // of a call: rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call below.
+  e.bytes({0x41, 0x53, 0x41, 0x52, 0x50, 0x41, 0x51, 0x41, 0x50, 0x51, 0x52, 0x56, 0x57});
+  read_tsc(e);
+  e.bytes({0x49, 0x89, 0xc1});        // mov r9, rax        tsc
+  e.bytes({0x48, 0xbf}).u64(region);  // movabs rdi, region
+  e.bytes({0x48, 0xbe}).u64(site);    // movabs rsi, site
+  e.bytes({0x48, 0x89, 0xe2});        // mov rdx, rsp       args
+  e.bytes({0x48, 0x8d, 0x4c, 0x24, 0x48});  // lea rcx, [rsp+72]  slot
+  e.bytes({0xf3, 0x49, 0x0f, 0xae, 0xc0});  // rdfsbase r8        tp
+  e.bytes({0x48, 0xb8}).u64(entry_fn);      // movabs rax, entry_fn
+  e.bytes({0xff, 0xd0});                    // call rax
+  e.bytes({0x48, 0x85, 0xc0});              // test rax, rax (pops leave the flags)
+  e.bytes({0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41, 0x59, 0x58, 0x41, 0x5a, 0x41, 0x5b});
+  size_t to_slow = e.jcc32(0x85);           // jnz slow
+  size_t body = e.size();
+  e.raw(window);
+  e.bytes({0xff, 0x25, 0, 0, 0, 0}).u64(resume);  // jmp [rip+0]; .quad resume
+  e.land(to_slow);
+  size_t slow = e.size();
+  e.bytes({0xcc});
+  return {e.take(), body, slow};
+}
+
+RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
+  Emitter e;
+  // Reached by the function's ret: rsp is one word above the slot; below it is the
+  // returned function's dead frame. rets[] = rax, rdx, xmm0 at [rsp].
+  e.bytes({0x48, 0x83, 0xec, 0x20});              // sub rsp, 32
+  e.bytes({0x48, 0x89, 0x04, 0x24});              // mov [rsp], rax
+  e.bytes({0x48, 0x89, 0x54, 0x24, 0x08});        // mov [rsp+8], rdx
+  e.bytes({0x66, 0x0f, 0xd6, 0x44, 0x24, 0x10});  // movq [rsp+16], xmm0
+  read_tsc(e);
+  e.bytes({0x49, 0x89, 0xc0});                    // mov r8, rax        tsc
+  e.bytes({0x48, 0xbf}).u64(region);              // movabs rdi, region
+  e.bytes({0x48, 0x8d, 0x74, 0x24, 0x20});        // lea rsi, [rsp+32]  sp after the return
+  e.bytes({0x48, 0x89, 0xe2});                    // mov rdx, rsp       rets
+  e.bytes({0xf3, 0x48, 0x0f, 0xae, 0xc1});        // rdfsbase rcx       tp
+  e.bytes({0x48, 0xb8}).u64(return_fn);           // movabs rax, return_fn
+  e.bytes({0xff, 0xd0});                          // call rax
+  e.bytes({0x49, 0x89, 0xc3});                    // mov r11, rax       where to go
+  e.bytes({0x48, 0x8b, 0x04, 0x24});              // mov rax, [rsp]
+  e.bytes({0x48, 0x8b, 0x54, 0x24, 0x08});        // mov rdx, [rsp+8]
+  e.bytes({0x48, 0x83, 0xc4, 0x20});              // add rsp, 32
+  e.bytes({0x4d, 0x85, 0xdb});                    // test r11, r11
+  e.bytes({0x74, 0x03});                          // jz slow
+  e.bytes({0x41, 0xff, 0xe3});                    // jmp r11
+  size_t slow = e.size();
+  e.bytes({0xcc});
+  return {e.take(), 0, slow};
+}
+
+}  // namespace
+
+const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, 128};
+
+}  // namespace ft::arch
