@@ -25,12 +25,6 @@ namespace {
 constexpr size_t kFirstWindow = 8 << 10;      // bytes of stack read at first
 constexpr uint64_t kMaxWindow = 8ull << 20;   // never read more than this of one stack
 
-// .eh_frame_hdr (LSB, "Exception Frame Header"): version 1, three encodings, the
-// encoded .eh_frame pointer and FDE count, then the table of (initial location, FDE)
-// pairs. Only the encodings every linker writes are handled: a 4-byte FDE count and
-// a table of datarel sdata4 pairs.
-constexpr uint8_t kDwEhPeUdata4 = 0x03, kDwEhPeSdata4 = 0x0b, kDwEhPeDatarel = 0x30;
-
 Backtracer::Stats g_totals;
 
 }  // namespace
@@ -182,16 +176,11 @@ Backtracer::Impl* impl_of(void* arg) { return static_cast<Backtracer::Impl*>(arg
 int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info, void* arg) {
   Backtracer::Impl* s = impl_of(arg);
   const Module* m = s->process->space.module_at(RemoteAddr(ip));
-  if (!m || !m->elf || m->elf->eh_frame_hdr() == 0) return -UNW_ENOINFO;
-  const ElfImage& elf = *m->elf;
-  auto hdr = elf.read_only_bytes(elf.eh_frame_hdr(), 12);
-  if (hdr.size() != 12 || hdr[0] != 1) return -UNW_ENOINFO;
-  uint8_t ptr_enc = hdr[1], count_enc = hdr[2], table_enc = hdr[3];
-  if ((ptr_enc & 0x0f) != kDwEhPeSdata4 && (ptr_enc & 0x0f) != kDwEhPeUdata4) return -UNW_ENOINFO;
-  if (count_enc != kDwEhPeUdata4 || table_enc != (kDwEhPeDatarel | kDwEhPeSdata4)) return -UNW_ENOINFO;
-  uint32_t fde_count = 0;
-  std::memcpy(&fde_count, hdr.data() + 8, 4);
-  uint64_t hdr_addr = elf.eh_frame_hdr() + m->bias;
+  if (!m || !m->elf) return -UNW_ENOINFO;
+  auto table = eh_frame_table(*m->elf);
+  if (!table) return -UNW_ENOINFO;
+  uint32_t fde_count = table->count;
+  uint64_t hdr_addr = table->hdr + m->bias;
   unw_dyn_info_t di{};
   di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
   di.start_ip = m->map.base;

@@ -4,7 +4,9 @@
 #include <elfutils/libdw.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "arch/arch.h"
 #include "core/elf_image.h"
@@ -67,7 +69,39 @@ bool register_rule(Dwarf_Frame* frame, int regno, FrameRule::Saved& how, int64_t
   return i == nops;
 }
 
+constexpr uint8_t kDwEhPeUdata4 = 0x03, kDwEhPeSdata4 = 0x0b, kDwEhPeDatarel = 0x30;
+
 }  // namespace
+
+std::optional<EhFrameTable> eh_frame_table(const ElfImage& elf) {
+  if (elf.eh_frame_hdr() == 0) return std::nullopt;
+  auto hdr = elf.read_only_bytes(elf.eh_frame_hdr(), 12);
+  if (hdr.size() != 12 || hdr[0] != 1) return std::nullopt;
+  uint8_t ptr_enc = hdr[1], count_enc = hdr[2], table_enc = hdr[3];
+  if ((ptr_enc & 0x0f) != kDwEhPeSdata4 && (ptr_enc & 0x0f) != kDwEhPeUdata4) return std::nullopt;
+  if (count_enc != kDwEhPeUdata4 || table_enc != (kDwEhPeDatarel | kDwEhPeSdata4)) return std::nullopt;
+  EhFrameTable t;
+  std::memcpy(&t.count, hdr.data() + 8, 4);
+  t.hdr = elf.eh_frame_hdr();
+  t.table = t.hdr + 12;
+  return t;
+}
+
+std::vector<uint64_t> fde_starts(const ElfImage& elf) {
+  std::vector<uint64_t> out;
+  auto t = eh_frame_table(elf);
+  if (!t) return out;
+  auto pairs = elf.read_only_bytes(t->table, uint64_t{t->count} * 8);
+  if (pairs.size() != uint64_t{t->count} * 8) return out;
+  out.reserve(t->count);
+  for (uint32_t i = 0; i < t->count; ++i) {
+    int32_t loc = 0;
+    std::memcpy(&loc, pairs.data() + 8 * i, 4);
+    out.push_back(t->hdr + static_cast<uint64_t>(static_cast<int64_t>(loc)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 struct ModuleCfi::Handles {
   Elf* elf = nullptr;
@@ -95,12 +129,18 @@ std::unique_ptr<ModuleCfi> ModuleCfi::open(const ElfImage& image) {
 
 ModuleCfi::~ModuleCfi() = default;
 
-std::optional<FrameRule> ModuleCfi::rule_at(uint64_t pc) const {
+std::optional<FrameRule> ModuleCfi::rule_at(uint64_t pc) const { return rule_at(pc, nullptr, nullptr); }
+
+std::optional<FrameRule> ModuleCfi::rule_at(uint64_t pc, uint64_t* start, uint64_t* end) const {
+  if (end) *end = 0;
   Dwarf_Frame* raw = nullptr;
   if (dwarf_cfi_addrframe(h_->cfi, pc, &raw) != 0 || !raw) return std::nullopt;
   std::unique_ptr<Dwarf_Frame, FreeFrame> frame(raw);
   bool signal = false;
-  int ra_reg = dwarf_frame_info(frame.get(), nullptr, nullptr, &signal);
+  Dwarf_Addr lo = 0, hi = 0;
+  int ra_reg = dwarf_frame_info(frame.get(), &lo, &hi, &signal);
+  if (start) *start = lo;
+  if (end) *end = hi;
   if (ra_reg < 0 || signal) return std::nullopt;
   FrameRule r;
   if (!cfa_rule(frame.get(), r)) return std::nullopt;

@@ -13,10 +13,24 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace ft {
 
 class ElfImage;
+
+// .eh_frame_hdr's binary-search table (LSB, "Exception Frame Header"): version 1,
+// three encodings, the encoded .eh_frame pointer and FDE count, then (initial
+// location, FDE) pairs. Only what every linker writes is accepted: a 4-byte FDE count
+// and a table of datarel sdata4 pairs. Addresses are link-time.
+struct EhFrameTable {
+  uint64_t hdr = 0;    // .eh_frame_hdr itself: the base of the table's datarel values
+  uint64_t table = 0;  // the first pair
+  uint32_t count = 0;
+};
+std::optional<EhFrameTable> eh_frame_table(const ElfImage& elf);
+// The link-time start of every function .eh_frame describes, sorted (empty if none).
+std::vector<uint64_t> fde_starts(const ElfImage& elf);
 
 struct FrameRule {
   enum class Base : uint8_t { Sp, Bp };
@@ -41,6 +55,9 @@ class ModuleCfi {
   // The rule at link-time address pc, if it has the simple form above and is not a
   // signal frame.
   std::optional<FrameRule> rule_at(uint64_t pc) const;
+  // The same, and the link-time range [*start, *end) the CFI row holding pc covers
+  // (whether or not its rule has that form); *end is 0 when no CFI covers pc.
+  std::optional<FrameRule> rule_at(uint64_t pc, uint64_t* start, uint64_t* end) const;
 
  private:
   ModuleCfi() = default;

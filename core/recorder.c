@@ -80,3 +80,55 @@ uint64_t ft_recorder_return(struct ft_rec_header* h, uint64_t sp_after, const ui
   __atomic_store_n(&r->depth, depth - 1, __ATOMIC_RELAXED);
   return real_ret;
 }
+
+int ft_recorder_walk(const struct ft_rec_unwind_index* u, uint64_t sp, uint64_t bp, uint64_t stack_end,
+                     uint64_t return_stub, const struct ft_rec_frame* frames, uint64_t depth, uint64_t* out, int max,
+                     int* complete) {
+  *complete = 0;
+  const uint64_t lo = sp;
+  if (max <= 0 || sp + 8 > stack_end) return 0;
+  /* At the entry: the caller is at the return address, with its stack pointer one
+   * word up and its frame pointer untouched. */
+  uint64_t slot = sp;
+  uint64_t pc = *(const uint64_t*)slot;
+  sp += 8;
+  int n = 0;
+  for (;;) {
+    if (pc == return_stub && return_stub != 0) {
+      uint64_t real = 0;
+      for (uint64_t k = depth; k > 0; --k)
+        if (frames[k - 1].slot == slot) {
+          real = frames[k - 1].real_ret;
+          break;
+        }
+      if (real == 0) return n;
+      pc = real;
+    }
+    out[n++] = pc;
+    if (n == max) return n;
+    /* A return address is one past its call: the caller's rule is the call's. */
+    const struct ft_rec_unwind_row* r = ft_rec_unwind_find(u, pc - 1);
+    if (!r || (r->flags & FT_REC_NO_RULE)) return n;
+    if (r->flags & FT_REC_OUTERMOST) {
+      *complete = 1;
+      return n;
+    }
+    uint64_t cfa = ((r->flags & FT_REC_CFA_BP) ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
+    uint64_t ra_at = cfa + (uint64_t)(8 * (int64_t)r->ra_off8);
+    if (ra_at < lo || ra_at > stack_end - 8 || cfa <= sp) return n;
+    if (r->flags & FT_REC_BP_SAVED) {
+      uint64_t bp_at = cfa + (uint64_t)(8 * (int64_t)r->bp_off8);
+      if (bp_at < lo || bp_at > stack_end - 8) return n;
+      bp = *(const uint64_t*)bp_at;
+    } else if (r->flags & FT_REC_BP_LOST) {
+      bp = 0;
+    }
+    slot = ra_at;
+    pc = *(const uint64_t*)ra_at;
+    sp = cfa;
+    if (pc == 0) {
+      *complete = 1;
+      return n;
+    }
+  }
+}

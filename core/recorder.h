@@ -60,6 +60,18 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
 uint64_t ft_recorder_return(struct ft_rec_header* h, uint64_t sp_after, const uint64_t* rets, uint64_t tp,
                             uint64_t tsc);
 
+/* A call stack from a function's entry: sp is the stack pointer there ([sp] holds the
+ * return address), bp the frame pointer register, stack_end the end of the thread's
+ * stack (nothing at or above it is read; nothing below sp either). Writes at most max
+ * return addresses into out, innermost first, and returns how many. A return address
+ * that is the return stub (h->return_stub) is given as the real one the thread's
+ * hooked frame (in `frames`, `depth` of them) holds for that slot. The walk stops at a
+ * frame without a rule it can follow (*complete = 0) or at the outermost frame
+ * (*complete = 1). */
+int ft_recorder_walk(const struct ft_rec_unwind_index* u, uint64_t sp, uint64_t bp, uint64_t stack_end,
+                     uint64_t return_stub, const struct ft_rec_frame* frames, uint64_t depth, uint64_t* out, int max,
+                     int* complete);
+
 #ifdef __cplusplus
 }
 #endif

@@ -195,6 +195,66 @@ static inline int ft_rec_write_event(struct ft_rec_ring* r, uint64_t ring_bytes,
   return 0;
 }
 
+/* ---- call stacks walked in the process ---- */
+
+/* The frame rules of the traced modules' code, for walking a thread's stack in the
+ * process (ft_recorder_walk): built by functracer from each module's .eh_frame
+ * (core/unwind_index.h), one row per run of addresses with the same rule. A row's
+ * rule holds from its pc up to the next row's pc; modules are sorted by start. */
+struct ft_rec_unwind_row {
+  uint64_t pc;      /* run-time address */
+  int32_t cfa_off;  /* CFA = (FT_REC_CFA_BP ? rbp : rsp) + cfa_off */
+  int8_t ra_off8;   /* the return address is at CFA + 8 * ra_off8 */
+  int8_t bp_off8;   /* with FT_REC_BP_SAVED: the caller's rbp is at CFA + 8 * bp_off8 */
+  uint8_t flags;
+  uint8_t pad;
+};
+#define FT_REC_CFA_BP 1u     /* the CFA is relative to rbp, else to rsp */
+#define FT_REC_BP_SAVED 2u   /* the caller's rbp is saved at CFA + 8 * bp_off8 */
+#define FT_REC_BP_LOST 4u    /* the caller's rbp is not known (else: unchanged) */
+#define FT_REC_OUTERMOST 8u  /* no caller: the walk ends here (_start, a thread's start) */
+#define FT_REC_NO_RULE 16u   /* no rule the walker follows here: the walk stops */
+
+struct ft_rec_unwind_module {
+  uint64_t start, end;  /* run-time addresses of its code */
+  uint64_t first_row, nrows;
+};
+
+struct ft_rec_unwind_index {
+  uint64_t nmodules;
+  uint64_t nrows;
+  /* then nmodules ft_rec_unwind_module, then nrows ft_rec_unwind_row */
+};
+
+static inline const struct ft_rec_unwind_module* ft_rec_unwind_modules(const struct ft_rec_unwind_index* u) {
+  return (const struct ft_rec_unwind_module*)(u + 1);
+}
+static inline const struct ft_rec_unwind_row* ft_rec_unwind_rows(const struct ft_rec_unwind_index* u) {
+  return (const struct ft_rec_unwind_row*)(ft_rec_unwind_modules(u) + u->nmodules);
+}
+
+/* The row whose rule holds at pc, or NULL. */
+static inline const struct ft_rec_unwind_row* ft_rec_unwind_find(const struct ft_rec_unwind_index* u, uint64_t pc) {
+  const struct ft_rec_unwind_module* m = ft_rec_unwind_modules(u);
+  uint64_t lo = 0, hi = u->nmodules;
+  while (lo < hi) { /* the last module starting at or below pc */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (m[mid].start <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0 || pc >= m[lo - 1].end || m[lo - 1].nrows == 0) return NULL;
+  const struct ft_rec_unwind_module* mod = &m[lo - 1];
+  const struct ft_rec_unwind_row* rows = ft_rec_unwind_rows(u) + mod->first_row;
+  lo = 0;
+  hi = mod->nrows;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (rows[mid].pc <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo == 0 ? NULL : &rows[lo - 1];
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,3 +41,22 @@ ft_fixture_outer_end:
         .size ft_fixture_outer, .-ft_fixture_outer
 
         .section .note.GNU-stack,"",@progbits
+
+// For recorder_unwind_test:
+//   void ft_fixture_with_entry_state(void (*fn)(uint64_t sp, uint64_t bp, void* arg), void* arg)
+// calls fn with the stack pointer and rbp as they are at its own entry ([sp]: the
+// return address into its caller), while that frame is still live.
+        .text
+        .globl ft_fixture_with_entry_state
+        .type ft_fixture_with_entry_state, @function
+ft_fixture_with_entry_state:
+        mov %rdi, %rax
+        mov %rsi, %rdx
+        mov %rsp, %rdi
+        mov %rbp, %rsi
+        sub $8, %rsp
+        call *%rax
+        add $8, %rsp
+        ret
+        .size ft_fixture_with_entry_state, .-ft_fixture_with_entry_state
+        .section .note.GNU-stack,"",@progbits

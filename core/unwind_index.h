@@ -1,0 +1,40 @@
+// UnwindIndex: the frame rules of a process's modules in the compact form the
+// in-process recorder walks stacks with (ft_rec_unwind_index, core/recorder_abi.h):
+// every address .eh_frame describes, as runs of addresses sharing one rule, each rule
+// reduced as FrameRule reduces it (frame_rules.h) and packed into 16 bytes. Where a
+// rule cannot be packed (a DWARF expression, offsets that are not whole words, a
+// signal frame) the row says so and a walk stops there; the stop path then takes the
+// backtrace with libunwind.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/recorder_abi.h"
+
+namespace ft {
+
+class ElfImage;
+
+class UnwindIndexBuilder {
+ public:
+  // The code of elf as loaded with `bias`, its executable mapping at [start, end).
+  void add_module(const ElfImage& elf, uint64_t bias, uint64_t start, uint64_t end);
+  // The index, ready to be copied into the process.
+  std::vector<uint8_t> build() const;
+
+  struct Stats {
+    uint64_t modules = 0, rows = 0, unfollowed = 0;  // unfollowed: rows with FT_REC_NO_RULE
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Module {
+    ft_rec_unwind_module m;
+    std::vector<ft_rec_unwind_row> rows;
+  };
+  std::vector<Module> modules_;
+  Stats stats_;
+};
+
+}  // namespace ft
