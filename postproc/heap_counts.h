@@ -19,6 +19,7 @@
 
 #include "postproc/group_filter.h"
 #include "postproc/heap_replay.h"
+#include "postproc/report.h"
 #include "postproc/site_groups.h"
 
 namespace ft::post {
@@ -86,5 +87,10 @@ Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
                                  const HeapReplayOptions& replay, const ResolveOptions& resolve,
                                  const GroupFilter& filter, CountRank rank,
                                  std::optional<size_t> top, Diagnostics& diag);
+
+// rank_groups for the options of a report: its traces, replay options, filter and
+// --top, ranked by `by_bytes` with --sort bytes and by `by_count` otherwise.
+Result<RankedGroups> rank_groups(const ReportOptions& options, CountRank by_count, CountRank by_bytes,
+                                 Diagnostics& diag);
 
 }  // namespace ft::post
