@@ -63,14 +63,4 @@ Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
   return out;
 }
 
-Result<RankedGroups> rank_groups(const ReportOptions& options, CountRank by_count, CountRank by_bytes,
-                                 Diagnostics& diag) {
-  auto filter = group_filter(options);
-  if (!filter) return filter.error();
-  std::optional<size_t> top;
-  if (options.top) top = static_cast<size_t>(*options.top);
-  return rank_groups(options.traces, heap_replay_options(options), options.resolve, *filter,
-                     options.sort == "bytes" ? by_bytes : by_count, top, diag);
-}
-
 }  // namespace ft::post

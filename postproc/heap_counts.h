@@ -19,18 +19,15 @@
 
 #include "postproc/group_filter.h"
 #include "postproc/heap_replay.h"
-#include "postproc/report.h"
 #include "postproc/site_groups.h"
 
 namespace ft::post {
 
+// Three counts of blocks and their bytes, as listed above.
 struct HeapCounts {
-  uint64_t allocations = 0;
-  uint64_t allocated_bytes = 0;
-  uint64_t leaked_blocks = 0;
-  uint64_t leaked_bytes = 0;
-  uint64_t temporary = 0;
-  uint64_t temporary_bytes = 0;
+  uint64_t allocations = 0, allocated_bytes = 0;
+  uint64_t leaked_blocks = 0, leaked_bytes = 0;
+  uint64_t temporary = 0, temporary_bytes = 0;
 
   HeapCounts& operator+=(const HeapCounts& o) {
     allocations += o.allocations;
@@ -87,10 +84,5 @@ Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
                                  const HeapReplayOptions& replay, const ResolveOptions& resolve,
                                  const GroupFilter& filter, CountRank rank,
                                  std::optional<size_t> top, Diagnostics& diag);
-
-// rank_groups for the options of a report: its traces, replay options, filter and
-// --top, ranked by `by_bytes` with --sort bytes and by `by_count` otherwise.
-Result<RankedGroups> rank_groups(const ReportOptions& options, CountRank by_count, CountRank by_bytes,
-                                 Diagnostics& diag);
 
 }  // namespace ft::post

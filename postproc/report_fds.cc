@@ -270,17 +270,14 @@ std::string entry_text(const FdGroup& g, const OpenEntry& e) {
 }  // namespace
 
 std::string format_fds_text(const FdReport& report) {
-  std::string text;
-  auto out = std::back_inserter(text);
-  fmt::format_to(out, "{} and {} left open (", plural(report.open_fds, "file descriptor", "file descriptors"),
-                 plural(report.open_streams, "stream", "streams"));
+  std::string text = fmt::format("{} and {} left open (",
+                                 plural(report.open_fds, "file descriptor", "file descriptors"),
+                                 plural(report.open_streams, "stream", "streams"));
   append_group_totals(text, report.groups_total, report.groups_shown, report.processes);
-  if (report.suppressed_groups > 0) {
-    fmt::format_to(out, "suppressed: {} and {} ({})\n",
-                   plural(report.suppressed_fds, "file descriptor", "file descriptors"),
-                   plural(report.suppressed_streams, "stream", "streams"),
-                   plural(report.suppressed_groups, "group", "groups"));
-  }
+  append_suppressed(text,
+                    plural(report.suppressed_fds, "file descriptor", "file descriptors") + " and " +
+                        plural(report.suppressed_streams, "stream", "streams"),
+                    report.suppressed_groups);
   for (const FdGroup& g : report.groups) {
     std::string headline = fmt::format(
         "{} opened by {}:",

@@ -103,6 +103,12 @@ void append_group_totals(std::string& out, size_t groups_total, size_t shown, ui
   out += ")\n";
 }
 
+void append_suppressed(std::string& out, std::string_view counts, size_t suppressed_groups) {
+  if (suppressed_groups == 0) return;
+  fmt::format_to(std::back_inserter(out), "suppressed: {} ({})\n", counts,
+                 plural(suppressed_groups, "group", "groups"));
+}
+
 void append_group_text(std::string& out, std::string_view headline,
                        const std::vector<ReportFrame>& frames) {
   out += '\n';

@@ -156,6 +156,9 @@ std::string plural(uint64_t n, const char* one, const char* many);
 // Text: the end of the summary line, "N groups, M processes)" and a newline, with
 // "; the first K shown" before the parenthesis when --top cut the list.
 void append_group_totals(std::string& out, size_t groups_total, size_t shown, uint64_t processes);
+// Text: "suppressed: COUNTS (N groups)" and a newline, when any group was suppressed
+// (--suppressions).
+void append_suppressed(std::string& out, std::string_view counts, size_t suppressed_groups);
 // Text: one group, a blank line, `headline` (which names the group's function, see
 // shown_function), a newline and the frames.
 void append_group_text(std::string& out, std::string_view headline,
