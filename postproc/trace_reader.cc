@@ -112,7 +112,7 @@ Result<TraceReader> TraceReader::open(const std::string& path, Diagnostics& diag
 
   if (r.pending_ && r.pending_->type == schema::type::kHeader) {
     r.header_ = *r.pending_;
-    if (auto pid = r.header_->get_int("pid")) {
+    if (auto pid = r.header_->get_int(schema::key::kPid)) {
       r.pid_ = *pid;
     } else {
       r.pid_ = r.pending_->tid;
