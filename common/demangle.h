@@ -12,17 +12,16 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "functracer/short_name.h"
+
 namespace ft {
 
 // "_Z3fooi" -> "foo(int)"; "_Z3fooi@plt" -> "foo(int)@plt"; "main" -> "main".
 // Names that do not demangle are returned unchanged.
 std::string demangle(std::string_view name);
 
-// The demangled name without its parameter list and the qualifiers after it, for
-// showing a call with its argument values: "ns::Foo::bar(int) const" -> "ns::Foo::bar",
-// "operator()(int)" -> "operator()", "foo(int) [clone .cold]" -> "foo [clone .cold]",
-// "foo(int)@plt" -> "foo@plt". Names without a parameter list are returned unchanged.
-std::string strip_parameters(std::string_view demangled);
+// strip_parameters(demangled), the name without its parameter list, comes from
+// functracer/short_name.h, which the calltrace plugin shares.
 
 // Memoizes demangle() and strip_parameters(): reports ask for the same few names
 // over and over.

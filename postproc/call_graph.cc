@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "functracer/schema.h"
+
 namespace ft::post {
 
 void CallGraph::begin_process(const TraceReader& reader) {
@@ -11,14 +13,14 @@ void CallGraph::begin_process(const TraceReader& reader) {
   Process p;
   p.pid = reader.pid();
   if (const TraceRecord* h = reader.header()) {
-    if (const std::string* exe = h->get_str("exe")) p.exe = *exe;
-    if (const std::string* cmd = h->get_str("cmdline")) p.cmdline = *cmd;
+    if (const std::string* exe = h->get_str(schema::key::kExe)) p.exe = *exe;
+    if (const std::string* cmd = h->get_str(schema::key::kCmdline)) p.cmdline = *cmd;
   }
   processes_.push_back(std::move(p));
 }
 
 void CallGraph::on_record(const TraceRecord& record) {
-  if (record.type == "module" || record.type == "exec") {
+  if (record.type == schema::type::kModule || record.type == schema::type::kExec) {
     symbolizer_.observe(record);
     by_address_.clear();
   }

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "functracer/schema.h"
+
 namespace ft::post {
 
 namespace {
@@ -47,10 +49,11 @@ void CallModel::close_all_threads(uint64_t ts, std::string_view reason) {
 
 void CallModel::on_call(const TraceRecord& r) {
   ThreadState& t = thread(r.tid);
+  const schema::CallRecord call = schema::CallRecord::read(r);
   Activation a;
-  if (const std::string* f = r.get_str("function")) a.function = *f;
-  a.address = r.get_hex("address").value_or(0);
-  a.depth = r.get_int("depth").value_or(static_cast<int64_t>(t.stack.size()));
+  a.function = call.frame.function;
+  a.address = call.frame.address;
+  a.depth = call.frame.depth.value_or(static_cast<int64_t>(t.stack.size()));
   while (!t.stack.empty() && t.stack.back().depth >= a.depth) {
     ++missing_returns_;
     close_top(t, EndKind::kUnwound, r.ts_ns, 0, std::nullopt, kMissingReturn, true);
@@ -58,15 +61,13 @@ void CallModel::on_call(const TraceRecord& r) {
   a.level = t.stack.size();
   a.seq = r.seq;
   a.call_ts = r.ts_ns;
-  if (const HexList* args = r.get_list("args")) a.args = *args;
-  static constexpr std::string_view kStrKeys[kArgRegisters] = {"str0", "str1", "str2",
-                                                                "str3", "str4", "str5"};
+  a.args.assign(call.args.begin(), call.args.end());
   for (size_t i = 0; i < kArgRegisters; ++i) {
-    if (const std::string* s = r.get_str(kStrKeys[i])) a.strings[i] = *s;
+    if (call.strings[i]) a.strings[i] = std::string(*call.strings[i]);
   }
-  a.nargs = r.get_int("nargs");
-  if (const std::string* types = r.get_str("types")) a.types = *types;
-  if (const HexList* fargs = r.get_list("fargs")) a.fargs = *fargs;
+  a.nargs = call.nargs;
+  if (call.types) a.types = std::string(*call.types);
+  a.fargs.assign(call.fargs.begin(), call.fargs.end());
   t.stack.push_back(std::move(a));
   observer_.on_call(t.tid, t.stack.back());
 }
@@ -77,7 +78,7 @@ void CallModel::on_end(const TraceRecord& r, EndKind kind) {
     ++unmatched_ends_;
     return;
   }
-  int64_t depth = r.get_int("depth").value_or(t.stack.back().depth);
+  int64_t depth = r.get_int(schema::key::kDepth).value_or(t.stack.back().depth);
   size_t i = t.stack.size();
   while (i > 0 && t.stack[i - 1].depth != depth) --i;
   if (i == 0) {
@@ -89,31 +90,34 @@ void CallModel::on_end(const TraceRecord& r, EndKind kind) {
     close_top(t, EndKind::kUnwound, r.ts_ns, 0, std::nullopt, kMissingReturn, true);
   }
   if (kind == EndKind::kReturn) {
-    close_top(t, kind, r.ts_ns, r.get_hex("retval").value_or(0), r.get_hex("fretval"), {}, false);
+    const schema::ReturnRecord ret = schema::ReturnRecord::read(r);
+    close_top(t, kind, r.ts_ns, ret.retval, ret.fretval, {}, false);
   } else {
-    const std::string* reason = r.get_str("reason");
-    close_top(t, kind, r.ts_ns, 0, std::nullopt, reason ? std::string_view(*reason) : "unknown", false);
+    close_top(t, kind, r.ts_ns, 0, std::nullopt, schema::UnwoundRecord::read(r).reason, false);
   }
 }
 
 void CallModel::feed(const TraceRecord& r) {
+  namespace rt = schema::type;
   const std::string& type = r.type;
-  if (type == "call") {
+  if (type == rt::kCall) {
     on_call(r);
-  } else if (type == "return") {
+  } else if (type == rt::kReturn) {
     on_end(r, EndKind::kReturn);
-  } else if (type == "unwound") {
+  } else if (type == rt::kUnwound) {
     on_end(r, EndKind::kUnwound);
-  } else if (type == "thread_exit") {
-    if (auto it = index_.find(r.tid); it != index_.end()) close_all(threads_[it->second], r.ts_ns, "exit");
-  } else if (type == "exit") {
-    close_all_threads(r.ts_ns, "exit");
-  } else if (type == "killed") {
-    close_all_threads(r.ts_ns, "killed");
-  } else if (type == "exec") {
-    close_all_threads(r.ts_ns, "exec");
-  } else if (type == "detach") {
-    close_all_threads(r.ts_ns, "detach");
+  } else if (type == rt::kThreadExit) {
+    // The frames closed by the end of a thread or process take the name of that end
+    // as their reason: "exit", "killed", "exec", "detach".
+    if (auto it = index_.find(r.tid); it != index_.end()) close_all(threads_[it->second], r.ts_ns, rt::kExit);
+  } else if (type == rt::kExit) {
+    close_all_threads(r.ts_ns, rt::kExit);
+  } else if (type == rt::kKilled) {
+    close_all_threads(r.ts_ns, rt::kKilled);
+  } else if (type == rt::kExec) {
+    close_all_threads(r.ts_ns, rt::kExec);
+  } else if (type == rt::kDetach) {
+    close_all_threads(r.ts_ns, rt::kDetach);
   }
 }
 

@@ -26,11 +26,12 @@
 
 #include "common/result.h"
 #include "common/trace_record.h"
+#include "functracer/schema.h"
 #include "postproc/trace_reader.h"
 
 namespace ft::post {
 
-inline constexpr size_t kArgRegisters = 6;
+inline constexpr size_t kArgRegisters = schema::kArgRegisters;
 
 struct Activation {
   std::string function;  // mangled name, as recorded

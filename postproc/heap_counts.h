@@ -23,13 +23,11 @@
 
 namespace ft::post {
 
+// Three counts of blocks and their bytes, as listed above.
 struct HeapCounts {
-  uint64_t allocations = 0;
-  uint64_t allocated_bytes = 0;
-  uint64_t leaked_blocks = 0;
-  uint64_t leaked_bytes = 0;
-  uint64_t temporary = 0;
-  uint64_t temporary_bytes = 0;
+  uint64_t allocations = 0, allocated_bytes = 0;
+  uint64_t leaked_blocks = 0, leaked_bytes = 0;
+  uint64_t temporary = 0, temporary_bytes = 0;
 
   HeapCounts& operator+=(const HeapCounts& o) {
     allocations += o.allocations;

@@ -1,19 +1,14 @@
 #include "postproc/heap_replay.h"
 
-#include <algorithm>
-
 #include "functracer/schema.h"
 
 namespace ft::post {
 
 Status HeapReplay::run(const std::vector<std::string>& traces) {
-  for (const std::string& path : traces) {
-    auto reader = TraceReader::open(path, diag_);
-    if (!reader) return reader.error();
-    replay(*reader);
+  return replay_each_trace(traces, diag_, [this](TraceReader& reader) {
+    replay(reader);
     ++processes_;
-  }
-  return {};
+  });
 }
 
 void HeapReplay::end_image(ImageEnd how) {
@@ -25,8 +20,7 @@ void HeapReplay::replay(TraceReader& reader) {
   live_.clear();
   symbolizer_.begin_process();
   observer_.begin_process(reader);
-  uint64_t lost = 0;
-  uint64_t heap_records = 0;
+  records_.begin();
   std::optional<uint64_t> start_ts;
   if (const TraceRecord* h = reader.header()) start_ts = h->ts_ns;
   const BlockFilter& filter = options_.filter;
@@ -43,7 +37,7 @@ void HeapReplay::replay(TraceReader& reader) {
     const std::string& type = r->type;
     namespace rt = schema::type;
     if (type == rt::kAlloc) {
-      ++heap_records;
+      records_.count();
       ++events_;
       auto a = schema::AllocRecord::read(*r);
       if (!a) continue;
@@ -55,37 +49,25 @@ void HeapReplay::replay(TraceReader& reader) {
       live_.alloc(a->address, a->size, origin);
       observer_.on_alloc(Block{a->address, a->size, origin.site, origin.tid, origin.time_ns, origin.seq});
     } else if (type == rt::kFree) {
-      ++heap_records;
+      records_.count();
       ++events_;
       auto f = schema::FreeRecord::read(*r);
       if (!f) continue;
       auto released = live_.release(f->address);
       if (released.block) observer_.on_free(block(*released.block), Moment{r->tid, time_ns, r->seq});
     } else if (type == rt::kAllocFailed || type == rt::kBadFree || type == rt::kMap || type == rt::kUnmap) {
-      ++heap_records;
+      records_.count();
     } else if (type == rt::kExec) {
       end_image(ImageEnd::kExec);
     } else if (type == rt::kLost) {
-      lost += static_cast<uint64_t>(std::max<int64_t>(r->get_int(schema::key::kCount).value_or(0), 0));
+      records_.lost(*r);
     }
   }
   end_image(stopped ? ImageEnd::kStop : ImageEnd::kEnd);
   observer_.end_process(reader);
 
-  if (lost > 0) {
-    diag_.warning(reader.path() + ": " + std::to_string(lost) +
-                  (lost == 1 ? " event was" : " events were") +
-                  " lost while tracing; heap figures may be missing or wrong");
-  }
-  if (heap_records == 0 && !stopped) {
-    const TraceRecord* h = reader.header();
-    const std::string* plugins = h != nullptr ? h->get_str(schema::key::kPlugins) : nullptr;
-    if (!header_lists_plugin(h, "memtrace")) {
-      diag_.warning(reader.path() + ": traced without memtrace (plugins: " +
-                    (plugins != nullptr ? *plugins : std::string("unknown")) +
-                    "), so it has no heap records");
-    }
-  }
+  records_.warn_lost(reader, diag_);
+  if (!stopped) records_.warn_without_plugin(reader, diag_);
 }
 
 }  // namespace ft::post

@@ -25,7 +25,9 @@
 
 #include "common/result.h"
 #include "functracer/heap_model.h"
+#include "functracer/schema.h"
 #include "postproc/heap_filter.h"
+#include "postproc/plugin_records.h"
 #include "postproc/site_table.h"
 #include "postproc/symbolizer.h"
 #include "postproc/trace_reader.h"
@@ -127,6 +129,7 @@ class HeapReplay {
   Diagnostics& diag_;
   HeapReplayOptions options_;
   Heap live_;
+  PluginRecords records_{schema::plugin::kMemtrace, "heap"};
   uint64_t processes_ = 0;
   uint64_t events_ = 0;
 };

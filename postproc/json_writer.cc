@@ -159,7 +159,8 @@ JsonWriter& JsonWriter::string(std::string_view s) {
   return *this;
 }
 
-JsonWriter& JsonWriter::integer(int64_t v) {
+template <typename Integer>
+JsonWriter& JsonWriter::number(Integer v) {
   before_value();
   char buf[24];
   auto res = std::to_chars(buf, buf + sizeof buf, v);
@@ -167,13 +168,9 @@ JsonWriter& JsonWriter::integer(int64_t v) {
   return *this;
 }
 
-JsonWriter& JsonWriter::unsigned_integer(uint64_t v) {
-  before_value();
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, res.ptr);
-  return *this;
-}
+JsonWriter& JsonWriter::integer(int64_t v) { return number(v); }
+
+JsonWriter& JsonWriter::unsigned_integer(uint64_t v) { return number(v); }
 
 JsonWriter& JsonWriter::boolean(bool v) {
   before_value();

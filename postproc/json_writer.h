@@ -47,6 +47,8 @@ class JsonWriter {
   };
   void before_value();
   void newline_indent(size_t depth);
+  template <typename Integer>
+  JsonWriter& number(Integer v);
 
   std::string& out_;
   int indent_;

@@ -60,6 +60,13 @@ class Output {
     buf_.append(s);
     if (file_ && buf_.size() >= kFlushBytes) flush();
   }
+  // For reports that build their text row by row: writes `text` and clears it once it
+  // has grown past the flush size, so that memory stays bounded.
+  void write_when_large(std::string& text) {
+    if (text.size() < kFlushBytes) return;
+    write(text);
+    text.clear();
+  }
   // Flushes to the stream; the error names what failed (e.g. a full disk).
   Status finish();
   const std::string& text() const { return buf_; }

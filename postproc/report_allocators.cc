@@ -2,67 +2,42 @@
 
 #include <fmt/format.h>
 
-#include "postproc/heap_counts.h"
+#include "postproc/heap_rank_report.h"
 
 namespace ft::post {
 
-Status report_allocators(const ReportOptions& options, Output& out, Diagnostics& diag) {
-  auto filter = group_filter(options);
-  if (!filter) return filter.error();
-  CountRank rank = [](const HeapCounts& c) { return std::pair(c.allocations, c.allocated_bytes); };
-  if (options.sort == "bytes") {
-    rank = [](const HeapCounts& c) { return std::pair(c.allocated_bytes, c.allocations); };
-  }
-  std::optional<size_t> top;
-  if (options.top) top = static_cast<size_t>(*options.top);
-  auto ranked = rank_groups(options.traces, heap_replay_options(options), options.resolve, *filter,
-                            rank, top, diag);
-  if (!ranked) return ranked.error();
-  const GroupSelection<HeapCounts>& sel = ranked->selection;
+namespace {
 
-  std::string text;
-  if (options.json) {
-    JsonWriter w(text, 2);
-    w.begin_object();
-    w.key("allocations").unsigned_integer(sel.total.allocations);
-    w.key("allocated_bytes").unsigned_integer(sel.total.allocated_bytes);
-    w.key("processes").unsigned_integer(ranked->processes);
-    w.key("groups_total").unsigned_integer(sel.groups_total);
-    w.key("groups").begin_array();
-    for (const auto& g : sel.groups) {
-      w.begin_object();
-      w.key("allocations").unsigned_integer(g.counts.allocations);
-      w.key("bytes").unsigned_integer(g.counts.allocated_bytes);
-      w.key("leaked_blocks").unsigned_integer(g.counts.leaked_blocks);
-      w.key("function").string(g.head.function);
-      w.key("mangled").string(g.head.mangled);
-      write_frames_json(w, g.frames);
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-    text += '\n';
-  } else {
-    auto it = std::back_inserter(text);
-    fmt::format_to(it, "{} of {} ({}, {}", plural(sel.total.allocations, "allocation", "allocations"),
-                   plural(sel.total.allocated_bytes, "byte", "bytes"),
-                   plural(sel.groups_total, "group", "groups"),
-                   plural(ranked->processes, "process", "processes"));
-    if (sel.groups.size() < sel.groups_total) {
-      fmt::format_to(it, "; the first {} shown", sel.groups.size());
-    }
-    text += ")\n";
-    for (const auto& g : sel.groups) {
-      fmt::format_to(it, "\n{} of {} by {}", plural(g.counts.allocations, "allocation", "allocations"),
-                     plural(g.counts.allocated_bytes, "byte", "bytes"),
-                     g.head.function.empty() ? "??" : g.head.function);
-      if (g.counts.leaked_blocks > 0) fmt::format_to(it, " ({} leaked)", g.counts.leaked_blocks);
-      text += '\n';
-      append_frames_text(text, g.frames);
-    }
-  }
-  out.write(text);
-  return {};
+const HeapRankReport kAllocators{
+    [](const HeapCounts& c) { return std::pair(c.allocations, c.allocated_bytes); },
+    [](const HeapCounts& c) { return std::pair(c.allocated_bytes, c.allocations); },
+    [](JsonWriter& w, const RankedGroups& ranked) {
+      w.key("allocations").unsigned_integer(ranked.selection.total.allocations);
+      w.key("allocated_bytes").unsigned_integer(ranked.selection.total.allocated_bytes);
+    },
+    [](JsonWriter& w, const HeapCounts& c) {
+      w.key("allocations").unsigned_integer(c.allocations);
+      w.key("bytes").unsigned_integer(c.allocated_bytes);
+      w.key("leaked_blocks").unsigned_integer(c.leaked_blocks);
+    },
+    [](const RankedGroups& ranked) {
+      const HeapCounts& total = ranked.selection.total;
+      return fmt::format("{} of {} (", plural(total.allocations, "allocation", "allocations"),
+                         plural(total.allocated_bytes, "byte", "bytes"));
+    },
+    [](const SelectedGroup<HeapCounts>& g) {
+      std::string line = fmt::format("{} of {} by {}", plural(g.counts.allocations, "allocation", "allocations"),
+                                     plural(g.counts.allocated_bytes, "byte", "bytes"),
+                                     shown_function(g.head.function));
+      if (g.counts.leaked_blocks > 0) line += fmt::format(" ({} leaked)", g.counts.leaked_blocks);
+      return line;
+    },
+};
+
+}  // namespace
+
+Status report_allocators(const ReportOptions& options, Output& out, Diagnostics& diag) {
+  return write_heap_rank_report(kAllocators, options, out, diag);
 }
 
 }  // namespace ft::post

@@ -72,12 +72,7 @@ Status report_callgrind(const ReportOptions& options, Output& out, Diagnostics& 
   };
 
   std::string text;
-  auto flush = [&] {
-    if (text.size() >= (1 << 16)) {
-      out.write(text);
-      text.clear();
-    }
-  };
+  auto flush = [&] { out.write_when_large(text); };
   auto line = [&](std::string_view s) {
     text += s;
     text += '\n';

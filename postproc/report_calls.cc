@@ -109,10 +109,7 @@ Status report_calls(const ReportOptions& options, Output& out, Diagnostics& diag
     if (s.unwound > 0) name += fmt::format("  ({} unwound)", s.unwound);
     row(fmt::format("{}", s.calls), format_duration(s.total_ns), format_duration(s.self_ns),
         format_duration(s.avg_ns()), name);
-    if (text.size() >= (1 << 16)) {
-      out.write(text);
-      text.clear();
-    }
+    out.write_when_large(text);
   }
   out.write(text);
   return {};

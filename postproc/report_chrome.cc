@@ -10,6 +10,7 @@
 #include "common/demangle.h"
 #include "common/signal_names.h"
 #include "common/trace_record.h"
+#include "functracer/schema.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
 #include "postproc/json_writer.h"
@@ -18,6 +19,8 @@
 namespace ft::post {
 
 namespace {
+
+namespace key = schema::key;
 
 // Where "ts": 0 is, and what otherData says about the session: the command line and
 // executable of the trace that starts first.
@@ -47,9 +50,9 @@ Result<Session> read_session(const std::vector<std::string>& paths) {
       s.zero_realtime_ns.reset();
       s.command_line.clear();
       s.executable.clear();
-      if (h && h->ts_ns == r->ts_ns) s.zero_realtime_ns = h->get_int("start_realtime_ns");
-      if (const std::string* c = h ? h->get_str("cmdline") : nullptr) s.command_line = *c;
-      if (const std::string* e = h ? h->get_str("exe") : nullptr) s.executable = *e;
+      if (h && h->ts_ns == r->ts_ns) s.zero_realtime_ns = h->get_int(key::kStartRealtimeNs);
+      if (const std::string* c = h ? h->get_str(key::kCmdline) : nullptr) s.command_line = *c;
+      if (const std::string* e = h ? h->get_str(key::kExe) : nullptr) s.executable = *e;
       first = false;
     }
   }
@@ -74,7 +77,7 @@ class ChromeObserver : public CallObserver {
     others_ = 0;
     heap_.clear();
     pending_.reset();
-    memtrace_ = header_lists_plugin(reader.header(), "memtrace");
+    memtrace_ = header_lists_plugin(reader.header(), schema::plugin::kMemtrace);
   }
 
   void on_record(const TraceRecord& r) override {
@@ -83,54 +86,47 @@ class ChromeObserver : public CallObserver {
     if (heap_.apply(r)) {
       sample(r.ts_ns, heap_.bytes());
     }
+    namespace rt = schema::type;
     const std::string& type = r.type;
-    if (type == "header") {
-      if (const std::string* e = r.get_str("exe")) exe_ = *e;
-      if (const std::string* c = r.get_str("cmdline")) cmdline_ = *c;
+    // Each instant event carries the record's fields under the record's key names.
+    if (type == rt::kHeader) {
+      if (const std::string* e = r.get_str(key::kExe)) exe_ = *e;
+      if (const std::string* c = r.get_str(key::kCmdline)) cmdline_ = *c;
       if (memtrace_) sample(r.ts_ns, 0);
-    } else if (type == "process") {
+    } else if (type == rt::kProcess) {
       begin_instant("process start", "process", r, 'p');
-      int_arg("ppid", r.get_int("ppid").value_or(0));
-      if (auto a = r.get_int("attached")) int_arg("attached", *a);
+      int_field(r, key::kPpid);
+      if (auto a = r.get_int(key::kAttached)) int_arg(key::kAttached, *a);
       end_instant();
-    } else if (type == "exec") {
-      const std::string* e = r.get_str("exe");
+    } else if (type == rt::kExec) {
+      const std::string* e = r.get_str(key::kExe);
       if (e) exe_ = *e;
       begin_instant("exec", "process", r, 'p');
-      str_arg("exe", e ? *e : "");
+      str_arg(key::kExe, e ? *e : "");
       end_instant();
-    } else if (type == "exit") {
-      begin_instant("exit", "process", r, 'p');
-      int_arg("status", r.get_int("status").value_or(0));
+    } else if (type == rt::kExit) {
+      instant_with_field("exit", "process", r, 'p', key::kStatus);
+    } else if (type == rt::kKilled) {
+      begin_instant("killed by " + signal_name(r), "process", r, 'p');
+      int_field(r, key::kSignal);
+      if (auto a = r.get_hex(key::kAddress)) str_arg(key::kAddress, fmt::format("{:#x}", *a));
       end_instant();
-    } else if (type == "killed") {
-      const std::string* name = r.get_str("name");
-      begin_instant("killed by " + signal_name(r, name), "process", r, 'p');
-      int_arg("signal", r.get_int("signal").value_or(0));
-      if (auto a = r.get_hex("address")) str_arg("address", fmt::format("{:#x}", *a));
-      end_instant();
-    } else if (type == "detach") {
+    } else if (type == rt::kDetach) {
       begin_instant("detach", "process", r, 'p');
       end_instant();
     } else if (!shown) {
       return;
-    } else if (type == "thread") {
-      begin_instant("thread start", "thread", r, 't');
-      int_arg("parent", r.get_int("parent").value_or(0));
-      end_instant();
-    } else if (type == "thread_exit") {
-      begin_instant("thread exit", "thread", r, 't');
-      int_arg("status", r.get_int("status").value_or(0));
-      end_instant();
-    } else if (type == "signal") {
-      begin_instant(signal_name(r, r.get_str("name")), "signal", r, 't');
-      int_arg("signal", r.get_int("signal").value_or(0));
-      end_instant();
-    } else if (type == "lost") {
+    } else if (type == rt::kThread) {
+      instant_with_field("thread start", "thread", r, 't', key::kParent);
+    } else if (type == rt::kThreadExit) {
+      instant_with_field("thread exit", "thread", r, 't', key::kStatus);
+    } else if (type == rt::kSignal) {
+      instant_with_field(signal_name(r), "signal", r, 't', key::kSignal);
+    } else if (type == rt::kLost) {
       begin_instant("lost events", "thread", r, 't');
-      int_arg("count", r.get_int("count").value_or(0));
-      const std::string* reason = r.get_str("reason");
-      str_arg("reason", reason ? *reason : "");
+      int_field(r, key::kCount);
+      const std::string* reason = r.get_str(key::kReason);
+      str_arg(key::kReason, reason ? *reason : "");
       end_instant();
     }
   }
@@ -241,9 +237,11 @@ class ChromeObserver : public CallObserver {
     return it->second;
   }
 
-  static std::string signal_name(const TraceRecord& r, const std::string* name) {
+  // The record's signal name, or the name of its signal number.
+  static std::string signal_name(const TraceRecord& r) {
+    const std::string* name = r.get_str(key::kName);
     if (name && !name->empty()) return *name;
-    return ft::signal_name(static_cast<int>(r.get_int("signal").value_or(0)));
+    return ft::signal_name(static_cast<int>(r.get_int(key::kSignal).value_or(0)));
   }
 
   void append_us(uint64_t ns) {
@@ -287,6 +285,15 @@ class ChromeObserver : public CallObserver {
   void end_instant() {
     line_ += '}';  // args
     end_event();
+  }
+  // The record's integer field `key` (0 when missing) as the argument of that name.
+  void int_field(const TraceRecord& r, const char* key) { int_arg(key, r.get_int(key).value_or(0)); }
+  // An instant event whose one argument is the record's integer field `key`.
+  void instant_with_field(std::string_view name, std::string_view cat, const TraceRecord& r,
+                          char scope, const char* key) {
+    begin_instant(name, cat, r, scope);
+    int_field(r, key);
+    end_instant();
   }
 
   void end_event() {

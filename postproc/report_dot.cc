@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/demangle.h"
+#include "functracer/schema.h"
 #include "postproc/call_model.h"
 #include "postproc/heap_counts.h"
 #include "postproc/heap_session.h"
@@ -166,7 +167,7 @@ Status report_dot(const ReportOptions& options, Output& out, Diagnostics& diag) 
       CollectingDiagnostics quiet;
       auto reader = TraceReader::open(path, quiet);
       if (!reader) return reader.error();
-      calltrace = calltrace || header_lists_plugin(reader->header(), "calltrace");
+      calltrace = calltrace || header_lists_plugin(reader->header(), schema::plugin::kCalltrace);
     }
     if (!calltrace) metric = Metric::kBytes;
   }

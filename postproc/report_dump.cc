@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/schema.h"
 #include "postproc/json_writer.h"
 #include "postproc/trace_reader.h"
 
@@ -34,7 +35,7 @@ void append_record_json(std::string& out, int64_t pid, const TraceRecord& r,
                         Demangler& demangler) {
   JsonWriter w(out);
   std::vector<std::string_view> used = {"pid", "tid", "seq", "ts_ns", "type"};
-  if (r.get_str("function")) used.push_back("function_demangled");
+  if (r.get_str(schema::key::kFunction)) used.push_back("function_demangled");
   w.begin_object();
   w.key("pid").integer(pid);
   w.key("tid").integer(r.tid);
@@ -46,7 +47,7 @@ void append_record_json(std::string& out, int64_t pid, const TraceRecord& r,
   renamed.reserve(r.fields.size());
   bool demangled_written = false;
   for (const TraceField& f : r.fields) {
-    if (f.key == "pid") {
+    if (f.key == schema::key::kPid) {
       auto* v = std::get_if<int64_t>(&f.value);
       if (v && *v == pid) continue;
     }
@@ -61,7 +62,7 @@ void append_record_json(std::string& out, int64_t pid, const TraceRecord& r,
     used.push_back(key);
     w.key(key);
     write_value(w, f.value);
-    if (f.key == "function" && !taken && !demangled_written) {
+    if (f.key == schema::key::kFunction && !taken && !demangled_written) {
       if (auto* s = std::get_if<std::string>(&f.value)) {
         w.key("function_demangled").string(demangler.full(*s));
         demangled_written = true;

@@ -9,6 +9,7 @@
 
 #include "functracer/schema.h"
 #include "postproc/json_writer.h"
+#include "postproc/plugin_records.h"
 #include "postproc/site_groups.h"
 #include "postproc/site_table.h"
 
@@ -54,13 +55,10 @@ class FdReplay {
       : sites_(sites), symbolizer_(symbolizer), diag_(diag), tid_(tid) {}
 
   Status run(const std::vector<std::string>& traces) {
-    for (const std::string& path : traces) {
-      auto reader = TraceReader::open(path, diag_);
-      if (!reader) return reader.error();
-      replay(*reader);
+    return replay_each_trace(traces, diag_, [this](TraceReader& reader) {
+      replay(reader);
       ++processes_;
-    }
-    return {};
+    });
   }
 
   uint64_t processes() const { return processes_; }
@@ -125,6 +123,7 @@ class FdReplay {
   std::unordered_multimap<int64_t, uint64_t> stream_of_fd_;
   std::vector<FdCounts> counts_;             // by SiteId
   std::vector<std::vector<Listed>> listed_;  // by SiteId
+  PluginRecords records_{schema::plugin::kFileops, "descriptor"};
   uint64_t order_ = 0;
   uint64_t processes_ = 0;
 };
@@ -146,15 +145,14 @@ void FdReplay::replay(TraceReader& reader) {
   fds_.clear();
   clear_streams();
   symbolizer_.begin_process();
-  uint64_t fileops_records = 0;
-  uint64_t lost = 0;
+  records_.begin();
 
   while (const TraceRecord* r = reader.next()) {
     symbolizer_.observe(*r);
     const std::string& type = r->type;
     namespace rt = schema::type;
     if (type == rt::kFdOpen) {
-      ++fileops_records;
+      records_.count();
       auto fd = r->get_int(schema::key::kFd);
       if (!fd) continue;
       // An fd that is open already was closed unseen: replaced, not leaked.
@@ -163,13 +161,13 @@ void FdReplay::replay(TraceReader& reader) {
       if (!followed(*r)) continue;
       fds_.emplace(*fd, Open{sites_.intern(*r, symbolizer_), *fd, path_of(*r)});
     } else if (type == rt::kFdClose) {
-      ++fileops_records;
+      records_.count();
       auto fd = r->get_int(schema::key::kFd);
       if (!fd) continue;
       fds_.erase(*fd);
       forget_stream_fd(*fd);
     } else if (type == rt::kFileOpen) {
-      ++fileops_records;
+      records_.count();
       auto stream = r->get_hex(schema::key::kStream);
       if (!stream) continue;
       remove_stream(*stream);
@@ -177,7 +175,7 @@ void FdReplay::replay(TraceReader& reader) {
       int64_t fd = std::max<int64_t>(r->get_int(schema::key::kFd).value_or(-1), -1);
       add_stream(*stream, Open{sites_.intern(*r, symbolizer_), fd, path_of(*r)});
     } else if (type == rt::kFileClose) {
-      ++fileops_records;
+      records_.count();
       if (auto stream = r->get_hex(schema::key::kStream)) remove_stream(*stream);
     } else if (type == rt::kExec) {
       // The streams go with the old image, never closed; the fds stay (the close-on-exec
@@ -185,7 +183,7 @@ void FdReplay::replay(TraceReader& reader) {
       for (const auto& [address, o] : streams_) leak(FdKind::kStream, o, address);
       clear_streams();
     } else if (type == rt::kLost) {
-      lost += static_cast<uint64_t>(std::max<int64_t>(r->get_int(schema::key::kCount).value_or(0), 0));
+      records_.lost(*r);
     }
   }
   for (const auto& [fd, o] : fds_) leak(FdKind::kFd, o, 0);
@@ -193,18 +191,8 @@ void FdReplay::replay(TraceReader& reader) {
   fds_.clear();
   clear_streams();
 
-  if (lost > 0) {
-    diag_.warning(reader.path() + ": " + std::to_string(lost) +
-                  (lost == 1 ? " event was" : " events were") +
-                  " lost while tracing; descriptor figures may be missing or wrong");
-  }
-  const TraceRecord* h = reader.header();
-  if (fileops_records == 0 && !header_lists_plugin(h, "fileops")) {
-    const std::string* plugins = h != nullptr ? h->get_str(schema::key::kPlugins) : nullptr;
-    diag_.warning(reader.path() + ": traced without fileops (plugins: " +
-                  (plugins != nullptr ? *plugins : std::string("unknown")) +
-                  "), so it has no descriptor records");
-  }
+  records_.warn_lost(reader, diag_);
+  records_.warn_without_plugin(reader, diag_);
 }
 
 }  // namespace
@@ -282,35 +270,25 @@ std::string entry_text(const FdGroup& g, const OpenEntry& e) {
 }  // namespace
 
 std::string format_fds_text(const FdReport& report) {
-  std::string text;
-  auto out = std::back_inserter(text);
-  fmt::format_to(out, "{} and {} left open ({}, {}",
-                 plural(report.open_fds, "file descriptor", "file descriptors"),
-                 plural(report.open_streams, "stream", "streams"),
-                 plural(report.groups_total, "group", "groups"),
-                 plural(report.processes, "process", "processes"));
-  if (report.groups_shown < report.groups_total) {
-    fmt::format_to(out, "; the first {} shown", report.groups_shown);
-  }
-  text += ")\n";
-  if (report.suppressed_groups > 0) {
-    fmt::format_to(out, "suppressed: {} and {} ({})\n",
-                   plural(report.suppressed_fds, "file descriptor", "file descriptors"),
-                   plural(report.suppressed_streams, "stream", "streams"),
-                   plural(report.suppressed_groups, "group", "groups"));
-  }
+  std::string text = fmt::format("{} and {} left open (",
+                                 plural(report.open_fds, "file descriptor", "file descriptors"),
+                                 plural(report.open_streams, "stream", "streams"));
+  append_group_totals(text, report.groups_total, report.groups_shown, report.processes);
+  append_suppressed(text,
+                    plural(report.suppressed_fds, "file descriptor", "file descriptors") + " and " +
+                        plural(report.suppressed_streams, "stream", "streams"),
+                    report.suppressed_groups);
   for (const FdGroup& g : report.groups) {
-    fmt::format_to(
-        out, "\n{} opened by {}:",
+    std::string headline = fmt::format(
+        "{} opened by {}:",
         g.kind == FdKind::kFd ? plural(g.count, "fd", "fds") : plural(g.count, "stream", "streams"),
-        g.function.empty() ? "??" : g.function);
+        shown_function(g.function));
     for (size_t i = 0; i < g.open.size(); ++i) {
-      text += i == 0 ? " " : ", ";
-      text += entry_text(g, g.open[i]);
+      headline += i == 0 ? " " : ", ";
+      headline += entry_text(g, g.open[i]);
     }
-    if (g.count > g.open.size()) fmt::format_to(out, " and {} more", g.count - g.open.size());
-    text += '\n';
-    append_frames_text(text, g.frames);
+    if (g.count > g.open.size()) headline += fmt::format(" and {} more", g.count - g.open.size());
+    append_group_text(text, headline, g.frames);
   }
   return text;
 }
@@ -328,28 +306,19 @@ std::string format_fds_json(const FdReport& report) {
     w.begin_object();
     w.key("kind").string(g.kind == FdKind::kFd ? "fd" : "stream");
     w.key("count").unsigned_integer(g.count);
-    w.key("function").string(g.function);
-    w.key("mangled").string(g.mangled);
-    w.key("open").begin_array();
-    for (const OpenEntry& e : g.open) {
-      w.begin_object();
-      w.key("fd");
-      if (e.fd >= 0) {
-        w.integer(e.fd);
-      } else {
-        w.null();
+    write_group_json(w, g.function, g.mangled, g.frames, [&g](JsonWriter& o) {
+      o.key("open").begin_array();
+      for (const OpenEntry& e : g.open) {
+        o.begin_object();
+        o.key("fd");
+        e.fd >= 0 ? o.integer(e.fd) : o.null();
+        o.key("path");
+        e.path ? o.string(*e.path) : o.null();
+        if (g.kind == FdKind::kStream) o.key("stream").string(fmt::format("{:#x}", e.stream));
+        o.end_object();
       }
-      w.key("path");
-      if (e.path) {
-        w.string(*e.path);
-      } else {
-        w.null();
-      }
-      if (g.kind == FdKind::kStream) w.key("stream").string(fmt::format("{:#x}", e.stream));
-      w.end_object();
-    }
-    w.end_array();
-    write_frames_json(w, g.frames);
+      o.end_array();
+    });
     w.end_object();
   }
   w.end_array();

@@ -171,9 +171,9 @@ Result<FlameMetric> choose_flame_metric(const ReportOptions& options, Diagnostic
     auto reader = TraceReader::open(path, diag);
     if (!reader) return reader.error();
     const TraceRecord* h = reader->header();
-    calls = calls || header_lists_plugin(h, "calltrace");
-    heap = heap || header_lists_plugin(h, "memtrace");
-    const std::string* p = h != nullptr ? h->get_str(schema::key::kPlugins) : nullptr;
+    calls = calls || header_lists_plugin(h, schema::plugin::kCalltrace);
+    heap = heap || header_lists_plugin(h, schema::plugin::kMemtrace);
+    const std::string* p = header_plugins(h);
     if (p == nullptr) unnamed += (unnamed.empty() ? "" : ", ") + path;
     if (plugins.empty() && p != nullptr) plugins = *p + " (" + path + ")";
   }

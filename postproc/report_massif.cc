@@ -246,10 +246,7 @@ Status report_massif(const ReportOptions& options, Output& out, Diagnostics& dia
       }
       append_massif_tree(text, stacks, s.heap_bytes);
     }
-    if (text.size() >= (1 << 16)) {
-      out.write(text);
-      text.clear();
-    }
+    out.write_when_large(text);
   }
   out.write(text);
   return {};

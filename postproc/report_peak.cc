@@ -42,18 +42,10 @@ Status report_peak(const ReportOptions& options, Output& out, Diagnostics& diag)
       w.key("time_ns").unsigned_integer(p.time_ns);
       w.key("seq").unsigned_integer(p.seq);
       w.key("at").string(fmt::format("#{}", p.seq));
-      w.key("groups_total").unsigned_integer(sel.groups_total);
-      w.key("groups").begin_array();
-      for (const auto& g : sel.groups) {
-        w.begin_object();
-        w.key("bytes").unsigned_integer(g.counts.bytes);
-        w.key("blocks").unsigned_integer(g.counts.blocks);
-        w.key("function").string(g.head.function);
-        w.key("mangled").string(g.head.mangled);
-        write_frames_json(w, g.frames);
-        w.end_object();
-      }
-      w.end_array();
+      write_groups_json(w, sel, [](JsonWriter& g, const LiveCount& c) {
+        g.key("bytes").unsigned_integer(c.bytes);
+        g.key("blocks").unsigned_integer(c.blocks);
+      });
       w.end_object();
       continue;
     }
@@ -71,10 +63,10 @@ Status report_peak(const ReportOptions& options, Output& out, Diagnostics& diag)
     }
     text += ")\n";
     for (const auto& g : sel.groups) {
-      fmt::format_to(it, "\n{} in {} allocated by {}\n", plural(g.counts.bytes, "byte", "bytes"),
-                     plural(g.counts.blocks, "block", "blocks"),
-                     g.head.function.empty() ? "??" : g.head.function);
-      append_frames_text(text, g.frames);
+      append_group_text(text,
+                        fmt::format("{} in {} allocated by {}", plural(g.counts.bytes, "byte", "bytes"),
+                                    plural(g.counts.blocks, "block", "blocks"), shown_function(g.head.function)),
+                        g.frames);
     }
   }
   if (options.json) {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "postproc/heap_counts.h"
+#include "postproc/heap_rank_report.h"
 
 namespace ft::post {
 
@@ -14,69 +14,38 @@ std::string percent(uint64_t part, uint64_t whole) {
   return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
+const HeapRankReport kTemporary{
+    [](const HeapCounts& c) { return std::pair(c.temporary, c.temporary_bytes); },
+    [](const HeapCounts& c) { return std::pair(c.temporary_bytes, c.temporary); },
+    [](JsonWriter& w, const RankedGroups& ranked) {
+      w.key("temporary").unsigned_integer(ranked.selection.total.temporary);
+      w.key("temporary_bytes").unsigned_integer(ranked.selection.total.temporary_bytes);
+      w.key("allocations").unsigned_integer(ranked.all.allocations);
+    },
+    [](JsonWriter& w, const HeapCounts& c) {
+      w.key("temporary").unsigned_integer(c.temporary);
+      w.key("temporary_bytes").unsigned_integer(c.temporary_bytes);
+      w.key("allocations").unsigned_integer(c.allocations);
+    },
+    [](const RankedGroups& ranked) {
+      const HeapCounts& total = ranked.selection.total;
+      uint64_t all = ranked.all.allocations;
+      return fmt::format("{} of {} ({}) are temporary, {} (",
+                         plural(total.temporary, "allocation", "allocations"), all,
+                         percent(total.temporary, all), plural(total.temporary_bytes, "byte", "bytes"));
+    },
+    [](const SelectedGroup<HeapCounts>& g) {
+      return fmt::format("{} temporary of {} ({}), {}, by {}", g.counts.temporary,
+                         plural(g.counts.allocations, "allocation", "allocations"),
+                         percent(g.counts.temporary, g.counts.allocations),
+                         plural(g.counts.temporary_bytes, "byte", "bytes"), shown_function(g.head.function));
+    },
+};
+
 }  // namespace
 
 Status report_temporary(const ReportOptions& options, Output& out, Diagnostics& diag) {
-  auto filter = group_filter(options);
-  if (!filter) return filter.error();
-  CountRank rank = [](const HeapCounts& c) { return std::pair(c.temporary, c.temporary_bytes); };
-  if (options.sort == "bytes") {
-    rank = [](const HeapCounts& c) { return std::pair(c.temporary_bytes, c.temporary); };
-  }
-  std::optional<size_t> top;
-  if (options.top) top = static_cast<size_t>(*options.top);
-  auto ranked = rank_groups(options.traces, heap_replay_options(options), options.resolve, *filter,
-                            rank, top, diag);
-  if (!ranked) return ranked.error();
-  const GroupSelection<HeapCounts>& sel = ranked->selection;
-  uint64_t all = ranked->all.allocations;
-
-  std::string text;
-  if (options.json) {
-    JsonWriter w(text, 2);
-    w.begin_object();
-    w.key("temporary").unsigned_integer(sel.total.temporary);
-    w.key("temporary_bytes").unsigned_integer(sel.total.temporary_bytes);
-    w.key("allocations").unsigned_integer(all);
-    w.key("processes").unsigned_integer(ranked->processes);
-    w.key("groups_total").unsigned_integer(sel.groups_total);
-    w.key("groups").begin_array();
-    for (const auto& g : sel.groups) {
-      w.begin_object();
-      w.key("temporary").unsigned_integer(g.counts.temporary);
-      w.key("temporary_bytes").unsigned_integer(g.counts.temporary_bytes);
-      w.key("allocations").unsigned_integer(g.counts.allocations);
-      w.key("function").string(g.head.function);
-      w.key("mangled").string(g.head.mangled);
-      write_frames_json(w, g.frames);
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-    text += '\n';
-  } else {
-    auto it = std::back_inserter(text);
-    fmt::format_to(it, "{} of {} ({}) are temporary, {} ({}, {}",
-                   plural(sel.total.temporary, "allocation", "allocations"), all,
-                   percent(sel.total.temporary, all),
-                   plural(sel.total.temporary_bytes, "byte", "bytes"),
-                   plural(sel.groups_total, "group", "groups"),
-                   plural(ranked->processes, "process", "processes"));
-    if (sel.groups.size() < sel.groups_total) {
-      fmt::format_to(it, "; the first {} shown", sel.groups.size());
-    }
-    text += ")\n";
-    for (const auto& g : sel.groups) {
-      fmt::format_to(it, "\n{} temporary of {} ({}), {}, by {}\n", g.counts.temporary,
-                     plural(g.counts.allocations, "allocation", "allocations"),
-                     percent(g.counts.temporary, g.counts.allocations),
-                     plural(g.counts.temporary_bytes, "byte", "bytes"),
-                     g.head.function.empty() ? "??" : g.head.function);
-      append_frames_text(text, g.frames);
-    }
-  }
-  out.write(text);
-  return {};
+  return write_heap_rank_report(kTemporary, options, out, diag);
 }
 
 }  // namespace ft::post

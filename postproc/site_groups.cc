@@ -97,4 +97,28 @@ std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+void append_group_totals(std::string& out, size_t groups_total, size_t shown, uint64_t processes) {
+  out += plural(groups_total, "group", "groups") + ", " + plural(processes, "process", "processes");
+  if (shown < groups_total) fmt::format_to(std::back_inserter(out), "; the first {} shown", shown);
+  out += ")\n";
+}
+
+void append_suppressed(std::string& out, std::string_view counts, size_t suppressed_groups) {
+  if (suppressed_groups == 0) return;
+  fmt::format_to(std::back_inserter(out), "suppressed: {} ({})\n", counts,
+                 plural(suppressed_groups, "group", "groups"));
+}
+
+void append_group_text(std::string& out, std::string_view headline,
+                       const std::vector<ReportFrame>& frames) {
+  out += '\n';
+  out += headline;
+  out += '\n';
+  append_frames_text(out, frames);
+}
+
+std::string_view shown_function(const std::string& function) {
+  return function.empty() ? std::string_view("??") : std::string_view(function);
+}
+
 }  // namespace ft::post

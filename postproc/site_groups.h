@@ -16,6 +16,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -149,5 +150,50 @@ void write_frames_json(JsonWriter& w, const std::vector<ReportFrame>& frames);
 
 // "1 byte", "2 bytes", ...
 std::string plural(uint64_t n, const char* one, const char* many);
+
+// What the group reports (leaks, allocators, temporary, peak, fds) write alike.
+//
+// Text: the end of the summary line, "N groups, M processes)" and a newline, with
+// "; the first K shown" before the parenthesis when --top cut the list.
+void append_group_totals(std::string& out, size_t groups_total, size_t shown, uint64_t processes);
+// Text: "suppressed: COUNTS (N groups)" and a newline, when any group was suppressed
+// (--suppressions).
+void append_suppressed(std::string& out, std::string_view counts, size_t suppressed_groups);
+// Text: one group, a blank line, `headline` (which names the group's function, see
+// shown_function), a newline and the frames.
+void append_group_text(std::string& out, std::string_view headline,
+                       const std::vector<ReportFrame>& frames);
+// The name a group is shown by in text: its function, "??" when the records had none.
+std::string_view shown_function(const std::string& function);
+
+// JSON: a group's "function", "mangled", then what `more(w)` writes (fields a report
+// adds), then "frames".
+template <typename More>
+void write_group_json(JsonWriter& w, const std::string& function, const std::string& mangled,
+                      const std::vector<ReportFrame>& frames, More more) {
+  w.key("function").string(function);
+  w.key("mangled").string(mangled);
+  more(w);
+  write_frames_json(w, frames);
+}
+inline void write_group_json(JsonWriter& w, const std::string& function, const std::string& mangled,
+                             const std::vector<ReportFrame>& frames) {
+  write_group_json(w, function, mangled, frames, [](JsonWriter&) {});
+}
+
+// JSON: "groups_total" and "groups", one object per selected group: what
+// `counts(w, group.counts)` writes, then the group as write_group_json writes it.
+template <typename Counts, typename WriteCounts>
+void write_groups_json(JsonWriter& w, const GroupSelection<Counts>& sel, WriteCounts counts) {
+  w.key("groups_total").unsigned_integer(sel.groups_total);
+  w.key("groups").begin_array();
+  for (const auto& g : sel.groups) {
+    w.begin_object();
+    counts(w, g.counts);
+    write_group_json(w, g.head.function, g.head.mangled, g.frames);
+    w.end_object();
+  }
+  w.end_array();
+}
 
 }  // namespace ft::post

@@ -1,6 +1,7 @@
 #include "postproc/site_table.h"
 
 #include "common/check.h"
+#include "functracer/schema.h"
 
 namespace ft::post {
 
@@ -27,11 +28,11 @@ SiteId SiteTable::intern(std::string_view function, std::span<const Symbolizer::
 
 SiteId SiteTable::intern(const TraceRecord& record, const Symbolizer& symbolizer) {
   scratch_.clear();
-  if (const HexList* frames = record.get_list("frames")) {
+  if (const HexList* frames = record.get_list(schema::key::kFrames)) {
     scratch_.reserve(frames->size());
     for (uint64_t a : *frames) scratch_.push_back(symbolizer.locate(a));
   }
-  const std::string* function = record.get_str("function");
+  const std::string* function = record.get_str(schema::key::kFunction);
   return intern(function != nullptr ? std::string_view(*function) : std::string_view(), scratch_);
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/hex.h"
 #include "common/load_bias.h"
+#include "functracer/schema.h"
 
 namespace ft::post {
 
@@ -145,39 +146,38 @@ Symbolizer::~Symbolizer() = default;
 void Symbolizer::begin_process() { current_.clear(); }
 
 void Symbolizer::observe(const TraceRecord& r) {
-  if (r.type == "exec") {
+  if (r.type == schema::type::kExec) {
     current_.clear();
     return;
   }
-  if (r.type != "module") return;
-  auto base = r.get_hex("base");
-  auto end = r.get_hex("end");
-  const std::string* path = r.get_str("path");
-  if (!base || !end || path == nullptr || *end <= *base) return;
-  const std::string* build_id = r.get_str("build_id");
-  uint64_t offset = r.get_hex("offset").value_or(0);
+  if (r.type != schema::type::kModule) return;
+  auto module = schema::ModuleRecord::read(r);
+  if (!module) return;
+  const uint64_t base = module->base;
+  const uint64_t end = module->end;
+  const uint64_t offset = module->offset;
 
-  auto [fit, new_file] =
-      file_index_.try_emplace({*path, build_id ? *build_id : std::string()}, files_.size());
+  auto [fit, new_file] = file_index_.try_emplace(
+      {std::string(module->path), std::string(module->build_id)}, files_.size());
   if (new_file) {
     auto f = std::make_unique<ModuleFile>();
-    f->path = *path;
-    f->build_id = build_id ? *build_id : std::string();
+    f->path = module->path;
+    f->build_id = module->build_id;
     files_.push_back(std::move(f));
     ModuleFile& file = *files_.back();
     file.unresolved.module = &file.path;
     file.unresolved.frames.emplace_back();
   }
   uint32_t file = fit->second;
-  auto [mit, new_mapping] = mapping_index_.try_emplace({file, *base, *end, offset},
+  auto [mit, new_mapping] = mapping_index_.try_emplace({file, base, end, offset},
                                                        static_cast<uint32_t>(mappings_.size()));
-  if (new_mapping) mappings_.push_back(Mapping{*base, *end, offset, file});
+  if (new_mapping) mappings_.push_back(Mapping{base, end, offset, file});
 
   // A module overlapping earlier ones replaces them.
-  auto it = current_.lower_bound(*base);
-  if (it != current_.begin() && mappings_[std::prev(it)->second].end > *base) --it;
-  while (it != current_.end() && it->first < *end) it = current_.erase(it);
-  current_[*base] = mit->second;
+  auto it = current_.lower_bound(base);
+  if (it != current_.begin() && mappings_[std::prev(it)->second].end > base) --it;
+  while (it != current_.end() && it->first < end) it = current_.erase(it);
+  current_[base] = mit->second;
 }
 
 Symbolizer::Location Symbolizer::locate(uint64_t address) const {

@@ -51,8 +51,12 @@ Result<std::vector<std::string>> trace_files(const std::string& path) {
   return files;
 }
 
+const std::string* header_plugins(const TraceRecord* header) {
+  return header != nullptr ? header->get_str(schema::key::kPlugins) : nullptr;
+}
+
 bool header_lists_plugin(const TraceRecord* header, std::string_view plugin) {
-  const std::string* plugins = header != nullptr ? header->get_str(schema::key::kPlugins) : nullptr;
+  const std::string* plugins = header_plugins(header);
   if (plugins == nullptr) return false;
   std::string_view rest = *plugins;
   while (!rest.empty()) {
@@ -108,7 +112,7 @@ Result<TraceReader> TraceReader::open(const std::string& path, Diagnostics& diag
 
   if (r.pending_ && r.pending_->type == schema::type::kHeader) {
     r.header_ = *r.pending_;
-    if (auto pid = r.header_->get_int("pid")) {
+    if (auto pid = r.header_->get_int(schema::key::kPid)) {
       r.pid_ = *pid;
     } else {
       r.pid_ = r.pending_->tid;

@@ -71,6 +71,8 @@ Result<std::vector<std::string>> trace_files(const std::string& path);
 // records in a trace uses it to tell "nothing happened" from "traced without the
 // plugin that writes them", which deserves a warning.
 bool header_lists_plugin(const TraceRecord* header, std::string_view plugin);
+// The header's `plugins` field as written; nullptr without a header or that field.
+const std::string* header_plugins(const TraceRecord* header);
 
 class TraceReader {
  public:
@@ -140,5 +142,18 @@ class TraceReader {
   bool finished_ = false;
   bool complete_ = false;
 };
+
+// Opens each trace in turn and hands its reader to `replay(TraceReader&)`. Fails only
+// when a file cannot be opened or is not a trace (the error names it); problems inside
+// a trace are `replay`'s to report.
+template <typename Replay>
+Status replay_each_trace(const std::vector<std::string>& traces, Diagnostics& diag, Replay&& replay) {
+  for (const std::string& path : traces) {
+    auto reader = TraceReader::open(path, diag);
+    if (!reader) return reader.error();
+    replay(*reader);
+  }
+  return {};
+}
 
 }  // namespace ft::post

@@ -109,6 +109,13 @@ inline constexpr char kAttached[] = "attached";
 inline constexpr const char* kStr[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
 }  // namespace key
 
+// The bundled plugins' names, as the header's `plugins` field lists them.
+namespace plugin {
+inline constexpr char kCalltrace[] = "calltrace";
+inline constexpr char kMemtrace[] = "memtrace";
+inline constexpr char kFileops[] = "fileops";
+}  // namespace plugin
+
 // The `reason` of a bad_free record.
 namespace reason {
 inline constexpr char kDouble[] = "double";
@@ -364,17 +371,67 @@ struct StreamRecord {
   }
 };
 
-// `call`, `return`, `unwound` share their first fields (section 3.3).
+// `call`, `return`, `unwound` share their first fields (section 3.3). The writers
+// always give the depth; a reader tolerates a record without one (the caller decides
+// what depth it stands for).
 struct FrameFields {
   std::string_view function;
   uint64_t address = 0;
-  int64_t depth = 0;
+  std::optional<int64_t> depth;
 
   template <class Writer>
   void write(Writer& w) const {
     w.str(key::kFunction, function);
     w.hex(key::kAddress, address);
-    w.integer(key::kDepth, depth);
+    if (depth) w.integer(key::kDepth, *depth);
+  }
+  template <class Reader>
+  static FrameFields read(const Reader& r) {
+    FrameFields f;
+    f.function = detail::str(r, key::kFunction).value_or(std::string_view());
+    f.address = r.get_hex(key::kAddress).value_or(0);
+    f.depth = r.get_int(key::kDepth);
+    return f;
+  }
+};
+
+// The integer argument registers a call record describes (str0..str5, args).
+inline constexpr size_t kArgRegisters = 6;
+
+// `call`: a traced function was entered. `args` are the integer argument registers;
+// `fargs` the floating-point argument registers in use; `nargs` and `types` say how
+// many parameters there are and of what kind, when that is known; strings[i] is the
+// string argument register i points to (key::kStr[i]).
+struct CallRecord {
+  static constexpr const char* kType = type::kCall;
+  FrameFields frame;
+  HexSpan args;
+  HexSpan fargs;
+  std::optional<int64_t> nargs;
+  std::optional<std::string_view> types;
+  std::optional<std::string_view> strings[kArgRegisters];
+
+  template <class Writer>
+  void write(Writer& w) const {
+    frame.write(w);
+    if (!args.empty()) w.list(key::kArgs, args.data, args.size);
+    if (!fargs.empty()) w.list(key::kFargs, fargs.data, fargs.size);
+    if (nargs) w.integer(key::kNargs, *nargs);
+    if (types) w.str(key::kTypes, *types);
+    for (size_t i = 0; i < kArgRegisters; ++i) {
+      if (strings[i]) w.str(key::kStr[i], *strings[i]);
+    }
+  }
+  template <class Reader>
+  static CallRecord read(const Reader& r) {
+    CallRecord c;
+    c.frame = FrameFields::read(r);
+    c.args = detail::list(r, key::kArgs);
+    c.fargs = detail::list(r, key::kFargs);
+    c.nargs = r.get_int(key::kNargs);
+    c.types = detail::str(r, key::kTypes);
+    for (size_t i = 0; i < kArgRegisters; ++i) c.strings[i] = detail::str(r, key::kStr[i]);
+    return c;
   }
 };
 
@@ -388,6 +445,11 @@ struct UnwoundRecord {
   void write(Writer& w) const {
     frame.write(w);
     w.str(key::kReason, reason);
+  }
+  // A record without a reason reads as reason "unknown".
+  template <class Reader>
+  static UnwoundRecord read(const Reader& r) {
+    return UnwoundRecord{FrameFields::read(r), detail::str(r, key::kReason).value_or("unknown")};
   }
 };
 
@@ -403,6 +465,48 @@ struct ReturnRecord {
     frame.write(w);
     w.hex(key::kRetval, retval);
     if (fretval) w.hex(key::kFretval, *fretval);
+  }
+  template <class Reader>
+  static ReturnRecord read(const Reader& r) {
+    return ReturnRecord{FrameFields::read(r), r.get_hex(key::kRetval).value_or(0), r.get_hex(key::kFretval)};
+  }
+};
+
+// `module` (the engine's, section 3.1): a file mapped at base..end from `offset` of
+// the file; build_id is empty when the file has none (or is not ELF).
+struct ModuleRecord {
+  static constexpr const char* kType = type::kModule;
+  uint64_t base = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  std::string_view path;
+  std::string_view build_id;
+  bool deleted = false;
+
+  template <class Writer>
+  void write(Writer& w) const {
+    w.hex(key::kBase, base);
+    w.hex(key::kEnd, end);
+    w.hex(key::kOffset, offset);
+    w.str(key::kPath, path);
+    w.str(key::kBuildId, build_id);
+    if (deleted) w.integer(key::kDeleted, 1);
+  }
+  // Nothing without base, end and path, or when end is not above base.
+  template <class Reader>
+  static std::optional<ModuleRecord> read(const Reader& r) {
+    auto base = r.get_hex(key::kBase);
+    auto end = r.get_hex(key::kEnd);
+    auto path = detail::str(r, key::kPath);
+    if (!base || !end || !path || *end <= *base) return std::nullopt;
+    ModuleRecord m;
+    m.base = *base;
+    m.end = *end;
+    m.offset = r.get_hex(key::kOffset).value_or(0);
+    m.path = *path;
+    m.build_id = detail::str(r, key::kBuildId).value_or(std::string_view());
+    m.deleted = r.get_int(key::kDeleted).value_or(0) != 0;
+    return m;
   }
 };
 

@@ -218,6 +218,25 @@ inline std::optional<std::vector<std::pair<uint64_t, uint64_t>>> parse_ranges(st
   return out;
 }
 
+// The largest backtrace depth (-b) the engine accepts.
+inline constexpr unsigned kMaxBacktraceDepth = 1024;
+
+// The "backtrace_depth" option (-b) into *depth, left as it is when the option is not
+// set. False, after a warning naming `plugin`, when the value is not 0..1024: setup
+// then refuses to run.
+inline bool backtrace_depth_option(const ft_host_api* host, const char* plugin, unsigned* depth) {
+  const char* d = host->option("backtrace_depth");
+  if (d == nullptr) return true;
+  auto v = parse_u64(d);
+  if (!v || *v > kMaxBacktraceDepth) {
+    std::string msg = std::string(plugin) + ": bad backtrace depth '" + d + "' (expected 0..1024)";
+    host->warn(msg.c_str());
+    return false;
+  }
+  *depth = static_cast<unsigned>(*v);
+  return true;
+}
+
 // An option that is on when set to exactly "1" ("backtrace_all", "quiet").
 inline bool option_is_one(const ft_host_api* host, const char* name) {
   const char* v = host->option(name);

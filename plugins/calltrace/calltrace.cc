@@ -17,11 +17,11 @@
 #include "functracer/plugin.h"
 #include "functracer/schema.h"
 #include "functracer/sdk.h"
+#include "functracer/short_name.h"
 
 namespace {
 
 namespace schema = ft::schema;
-namespace key = ft::schema::key;
 using ft::sdk::hex;
 using ft::sdk::quote;
 
@@ -103,17 +103,6 @@ bool compiler_generated(const char* name) {
   return false;
 }
 
-// "ns::Foo<int>::bar(int) const" -> "ns::Foo<int>::bar": what users type for C++.
-std::string without_params(const char* demangled) {
-  int angle = 0;
-  for (const char* c = demangled; *c; ++c) {
-    if (*c == '<') ++angle;
-    else if (*c == '>') --angle;
-    else if (*c == '(' && angle == 0 && c != demangled) return std::string(demangled, c);
-  }
-  return demangled;
-}
-
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE | FT_TRACE_PARAMS;
   if (state.patterns.empty()) {
@@ -122,7 +111,7 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   }
   unsigned flags = 0;
   bool cxx = sym->demangled && sym->demangled != sym->name && std::strcmp(sym->demangled, sym->name) != 0;
-  std::string base = cxx ? without_params(sym->demangled) : std::string();
+  std::string base = cxx ? ft::strip_parameters(sym->demangled) : std::string();
   for (auto& p : state.patterns) {
     if (!p.lib.empty() && !std::strstr(sym->module, p.lib.c_str())) continue;
     // PLT stubs are matched only by patterns that ask for them ("foo@plt", "*@plt"):
@@ -215,15 +204,12 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
       nfargs = std::max<size_t>(nfargs, static_cast<size_t>(fn->param_regs[i] - FT_REG_FP0 + 1));
   for (size_t i = 0; i < nfargs && i < 8; ++i) fargs[i] = host->fp_arg(ctx, static_cast<unsigned>(i));
 
-  ft::sdk::RecordBuilder rec;
+  schema::CallRecord call{{fn->name, fn->address, host->depth(ctx)}, {args, 6}, {fargs, nfargs}, {}, {}, {}};
   std::string types;
-  rec.fields(schema::FrameFields{fn->name, fn->address, host->depth(ctx)});
-  rec.list(key::kArgs, args, 6);
-  if (nfargs) rec.list(key::kFargs, fargs, nfargs);
   if (fn->nparams >= 0) {
-    rec.integer(key::kNargs, fn->nparams);
+    call.nargs = fn->nparams;
     types = types_of(fn);
-    rec.str(key::kTypes, types);
+    call.types = types;
   }
   // Strings are keyed by the integer argument register that points to them.
   std::string strs[6];
@@ -235,15 +221,15 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     if (!s) continue;
     strs[reg] = std::move(*s);
     is_str[reg] = true;
-    rec.str(key::kStr[reg], strs[reg]);
+    call.strings[reg] = strs[reg];
   }
-  rec.write(host, ctx, schema::type::kCall);
+  ft::sdk::record(host, ctx, call);
 
   if (!state.streaming) return;
   int tid = host->tid(ctx);
   flush_pending(ctx, tid);  // the caller has a callee: print it as an open call
   // C++ names are shown without their parameter types; the values follow.
-  std::string text = fn->demangled && fn->demangled[0] ? without_params(fn->demangled) : fn->name;
+  std::string text = fn->demangled && fn->demangled[0] ? ft::strip_parameters(fn->demangled) : fn->name;
   text += "(";
   int shown = fn->nparams < 0 ? 6 : fn->nparams;
   for (int i = 0; i < shown; ++i) {
@@ -313,7 +299,7 @@ void on_finish(void*) {
 }
 
 const ft_plugin kPlugin = ft::sdk::table(
-    "calltrace", {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish});
+    schema::plugin::kCalltrace, {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;

@@ -15,7 +15,6 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -181,7 +180,7 @@ struct ThreadState {
 
 struct State {
   bool streaming = false;
-  int depth = 10;  // frames per backtrace
+  unsigned depth = 10;  // frames per backtrace
   bool release_frames = false;
   std::unordered_map<int, ProcessState> processes;
   std::unordered_map<int, ThreadState> threads;  // by tid
@@ -192,8 +191,8 @@ State state;
 int as_int(uint64_t v) { return static_cast<int>(static_cast<uint32_t>(v)); }
 
 std::vector<ft_addr> backtrace(ft_ctx* ctx, bool release) {
-  if (state.depth <= 0 || (release && !state.release_frames)) return {};
-  return ft::sdk::backtrace(host, ctx, static_cast<unsigned>(state.depth));
+  if (state.depth == 0 || (release && !state.release_frames)) return {};
+  return ft::sdk::backtrace(host, ctx, state.depth);
 }
 
 // Frames are taken once per call and shared by its records: at the return, or the
@@ -737,13 +736,13 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
 }
 
 const ft_plugin kPlugin = ft::sdk::table(
-    "fileops", {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
+    schema::plugin::kFileops, {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;
   state = State{};
   state.streaming = ft::sdk::streaming(h);
-  if (const char* d = h->option("backtrace_depth")) state.depth = std::atoi(d);
+  if (!ft::sdk::backtrace_depth_option(h, schema::plugin::kFileops, &state.depth)) return nullptr;
   state.release_frames = ft::sdk::option_is_one(h, "backtrace_all");
   return &kPlugin;
 }

@@ -568,20 +568,13 @@ void on_module(void*, ft_ctx* ctx, const ft_module* m) {
 }
 
 const ft_plugin kPlugin = ft::sdk::table(
-    "memtrace", {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
+    schema::plugin::kMemtrace, {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;
   opts = Options{};
   opts.streaming = sdk::streaming(h);
-  if (const char* d = h->option("backtrace_depth")) {
-    auto v = sdk::parse_u64(d);
-    if (!v || *v > 1024) {
-      h->warn("memtrace: backtrace depth must be 0..1024");
-      return nullptr;
-    }
-    opts.depth = static_cast<unsigned>(*v);
-  }
+  if (!sdk::backtrace_depth_option(h, schema::plugin::kMemtrace, &opts.depth)) return nullptr;
   opts.frames_for_releases = sdk::option_is_one(h, "backtrace_all");
   if (const char* m = h->option("monitor")) {
     auto ranges = sdk::parse_ranges(m);

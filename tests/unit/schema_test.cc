@@ -130,6 +130,83 @@ TEST(Schema, CallRecordLines) {
             "5 77 1000 unwound function=\"f\" address=0x10 depth=1 reason=\"longjmp\"");
 }
 
+TEST(Schema, CallRecordLineAndBack) {
+  uint64_t args[6] = {5, 0x7ffc0010, 0, 0, 0, 0x1};
+  uint64_t fargs[1] = {0x3ff8000000000000};
+  sc::CallRecord c{{"_Z3fibi", 0x401126, 2}, {args, 6}, {fargs, 1}, 3, "i4,s,f8>u8", {}};
+  c.strings[1] = "a \"b\"";
+  std::string line = line_of(sc::CallRecord::kType, c);
+  EXPECT_EQ(line, "5 77 1000 call function=\"_Z3fibi\" address=0x401126 depth=2 "
+                  "args=[0x5,0x7ffc0010,0x0,0x0,0x0,0x1] fargs=[0x3ff8000000000000] nargs=3 "
+                  "types=\"i4,s,f8>u8\" str1=\"a \\\"b\\\"\"");
+  TraceRecord r = parsed(line);
+  sc::CallRecord back = sc::CallRecord::read(r);
+  EXPECT_EQ(back.frame.function, "_Z3fibi");
+  EXPECT_EQ(back.frame.address, 0x401126u);
+  EXPECT_EQ(back.frame.depth, 2);
+  EXPECT_EQ(std::vector<uint64_t>(back.args.begin(), back.args.end()), std::vector<uint64_t>(args, args + 6));
+  EXPECT_EQ(std::vector<uint64_t>(back.fargs.begin(), back.fargs.end()), std::vector<uint64_t>{0x3ff8000000000000});
+  EXPECT_EQ(back.nargs, 3);
+  EXPECT_EQ(back.types, "i4,s,f8>u8");
+  EXPECT_FALSE(back.strings[0]);
+  EXPECT_EQ(back.strings[1], "a \"b\"");
+  // Without parameter information, fargs or strings: only the fields the call has.
+  sc::CallRecord bare{{"f", 0x10, 0}, {args, 6}, {}, std::nullopt, std::nullopt, {}};
+  EXPECT_EQ(line_of(sc::type::kCall, bare),
+            "5 77 1000 call function=\"f\" address=0x10 depth=0 args=[0x5,0x7ffc0010,0x0,0x0,0x0,0x1]");
+}
+
+TEST(Schema, HostileCallsReadSafely) {
+  // A call with nothing but its type: no function, address 0, no depth, no arguments.
+  TraceRecord r = parsed("1 1 1 call args=\"x\" str0=5");
+  sc::CallRecord c = sc::CallRecord::read(r);
+  EXPECT_EQ(c.frame.function, "");
+  EXPECT_EQ(c.frame.address, 0u);
+  EXPECT_FALSE(c.frame.depth);
+  EXPECT_TRUE(c.args.empty());
+  EXPECT_FALSE(c.strings[0]);
+  EXPECT_FALSE(c.nargs);
+  // An unwound record without a reason reads as "unknown"; a return without retval as 0.
+  TraceRecord u_rec = parsed("1 1 1 unwound function=\"g\" depth=3");
+  sc::UnwoundRecord u = sc::UnwoundRecord::read(u_rec);
+  EXPECT_EQ(u.reason, "unknown");
+  EXPECT_EQ(u.frame.depth, 3);
+  TraceRecord ret_rec = parsed("1 1 1 return depth=1 fretval=0x10");
+  sc::ReturnRecord ret = sc::ReturnRecord::read(ret_rec);
+  EXPECT_EQ(ret.retval, 0u);
+  EXPECT_EQ(ret.fretval, 0x10u);
+  TraceRecord ret2_rec = parsed("1 1 1 return function=\"h\" address=0x20 depth=0 retval=0x7");
+  sc::ReturnRecord ret2 = sc::ReturnRecord::read(ret2_rec);
+  EXPECT_EQ(ret2.frame.function, "h");
+  EXPECT_EQ(ret2.retval, 7u);
+  EXPECT_FALSE(ret2.fretval);
+}
+
+TEST(Schema, ModuleRecordLineAndBack) {
+  sc::ModuleRecord m{0x400000, 0x401000, 0x1000, "/usr/bin/app", "ab12", true};
+  std::string line = line_of(sc::ModuleRecord::kType, m);
+  EXPECT_EQ(line, "5 77 1000 module base=0x400000 end=0x401000 offset=0x1000 path=\"/usr/bin/app\" "
+                  "build_id=\"ab12\" deleted=1");
+  TraceRecord r = parsed(line);
+  auto back = sc::ModuleRecord::read(r);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->base, 0x400000u);
+  EXPECT_EQ(back->end, 0x401000u);
+  EXPECT_EQ(back->offset, 0x1000u);
+  EXPECT_EQ(back->path, "/usr/bin/app");
+  EXPECT_EQ(back->build_id, "ab12");
+  EXPECT_TRUE(back->deleted);
+  // No path, or an empty range: not a module.
+  EXPECT_FALSE(sc::ModuleRecord::read(parsed("1 1 1 module base=0x10 end=0x20")));
+  EXPECT_FALSE(sc::ModuleRecord::read(parsed("1 1 1 module base=0x20 end=0x20 path=\"x\"")));
+  TraceRecord plain_rec = parsed("1 1 1 module base=0x10 end=0x20 path=\"x\"");
+  auto plain = sc::ModuleRecord::read(plain_rec);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->offset, 0u);
+  EXPECT_EQ(plain->build_id, "");
+  EXPECT_FALSE(plain->deleted);
+}
+
 // The SDK's builder gives the host the fields the engine's writer would record.
 TEST(Schema, RecordBuilderMatchesTheEnginesWriter) {
   std::vector<uint64_t> frames = {0x1, 0x2};
@@ -186,6 +263,40 @@ TEST(Sdk, ParsesNumbersAndRanges) {
   EXPECT_FALSE(sdk::parse_ranges("1,,2"));
   EXPECT_FALSE(sdk::parse_ranges(""));
   EXPECT_FALSE(sdk::parse_ranges("1-"));
+}
+
+// A host that offers one option value and keeps the warnings.
+std::string g_depth_value;
+std::vector<std::string> g_warnings;
+const char* depth_option(const char* name) {
+  return std::string(name) == "backtrace_depth" ? g_depth_value.c_str() : nullptr;
+}
+void keep_warning(const char* message) { g_warnings.emplace_back(message); }
+
+TEST(Sdk, BacktraceDepthOption) {
+  ft_host_api host{};
+  host.option = depth_option;
+  host.warn = keep_warning;
+  unsigned depth = 10;
+  g_depth_value = "1024";
+  EXPECT_TRUE(sdk::backtrace_depth_option(&host, "fileops", &depth));
+  EXPECT_EQ(depth, 1024u);
+  g_depth_value = "0";
+  EXPECT_TRUE(sdk::backtrace_depth_option(&host, "fileops", &depth));
+  EXPECT_EQ(depth, 0u);
+  EXPECT_TRUE(g_warnings.empty());
+  for (const char* bad : {"1025", "-1", "4x", ""}) {
+    g_warnings.clear();
+    depth = 7;
+    g_depth_value = bad;
+    EXPECT_FALSE(sdk::backtrace_depth_option(&host, "fileops", &depth)) << bad;
+    EXPECT_EQ(depth, 7u);
+    ASSERT_EQ(g_warnings.size(), 1u);
+    EXPECT_EQ(g_warnings[0], std::string("fileops: bad backtrace depth '") + bad + "' (expected 0..1024)");
+  }
+  host.option = [](const char*) -> const char* { return nullptr; };
+  EXPECT_TRUE(sdk::backtrace_depth_option(&host, "fileops", &depth));
+  EXPECT_EQ(depth, 7u);
 }
 
 struct Call {
