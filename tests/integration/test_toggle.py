@@ -46,7 +46,7 @@ def wait_for(ck, stream, text, what):
 def run(ck, label, binary, tmp, attach):
     print(f"=== {label}")
     outdir = os.path.join(tmp, label)
-    base = [h.functracer(), "--disabled", "-e", "calltrace", "-a", "at_*", "-o", outdir]
+    base = [h.functracer(), "--disabled", "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", outdir]
     target = tracer = None
     try:
         if attach:
