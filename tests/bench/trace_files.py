@@ -55,7 +55,6 @@ def main():
                 sizes[fmt] = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
             plain_dir = os.path.join(tmp, "plain")
             main_trace = max((os.path.join(plain_dir, f) for f in os.listdir(plain_dir)), key=os.path.getsize)
-            records = sum(1 for _ in open(main_trace, "rb")) - 1
             p = subprocess.run([bench, main_trace, str(args.repeats)], capture_output=True, text=True, check=True)
             rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()[1:]}
             all_records = sum(sum(1 for _ in open(os.path.join(plain_dir, f), "rb")) - 1
@@ -63,7 +62,6 @@ def main():
             print(f"{label:34} {all_records:8d} {sizes['plain'] / all_records:12.1f} "
                   f"{sizes['zstd'] / all_records:11.1f} {sizes['plain'] / max(sizes['zstd'], 1):6.1f} "
                   f"{float(rows['plain'][4]):13.1f} {float(rows['zstd'][4]):12.1f}")
-            del records
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
