@@ -125,19 +125,23 @@ void TraceWriter::write_out(const char* p, size_t left) {
   }
 }
 
+void TraceWriter::compress(const char* p, size_t n, int directive) {
+  ZSTD_inBuffer in{p, n, 0};
+  size_t remaining;
+  do {
+    ZSTD_outBuffer out{zstd_->out.data(), zstd_->out.size(), 0};
+    remaining = ZSTD_compressStream2(zstd_->ctx.get(), &out, &in, static_cast<ZSTD_EndDirective>(directive));
+    FT_CHECK(!ZSTD_isError(remaining), "zstd: %s", ZSTD_getErrorName(remaining));
+    write_out(zstd_->out.data(), out.pos);
+  } while (remaining != 0);
+}
+
 void TraceWriter::flush() {
   if (!zstd_) {
     write_out(buf_.data(), buf_.size());
   } else if (!buf_.empty()) {
     // ZSTD_e_flush: everything given so far becomes decodable from what is written.
-    ZSTD_inBuffer in{buf_.data(), buf_.size(), 0};
-    size_t remaining;
-    do {
-      ZSTD_outBuffer out{zstd_->out.data(), zstd_->out.size(), 0};
-      remaining = ZSTD_compressStream2(zstd_->ctx.get(), &out, &in, ZSTD_e_flush);
-      FT_CHECK(!ZSTD_isError(remaining), "zstd: %s", ZSTD_getErrorName(remaining));
-      write_out(zstd_->out.data(), out.pos);
-    } while (remaining != 0);
+    compress(buf_.data(), buf_.size(), ZSTD_e_flush);
   }
   buf_.clear();
   pending_since_ = 0;
@@ -145,14 +149,7 @@ void TraceWriter::flush() {
 
 void TraceWriter::finish_frame() {
   if (!zstd_) return;
-  ZSTD_inBuffer in{nullptr, 0, 0};
-  size_t remaining;
-  do {
-    ZSTD_outBuffer out{zstd_->out.data(), zstd_->out.size(), 0};
-    remaining = ZSTD_compressStream2(zstd_->ctx.get(), &out, &in, ZSTD_e_end);
-    FT_CHECK(!ZSTD_isError(remaining), "zstd: %s", ZSTD_getErrorName(remaining));
-    write_out(zstd_->out.data(), out.pos);
-  } while (remaining != 0);
+  compress(nullptr, 0, ZSTD_e_end);
   zstd_.reset();
 }
 

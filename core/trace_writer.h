@@ -63,6 +63,9 @@ class TraceWriter {
   struct Compressor;
   TraceWriter(int fd, std::string path, Format format);
   void finish_frame();
+  // Feeds n bytes to the compressor and writes what it gives; directive: a
+  // ZSTD_EndDirective (zstd.h stays out of this header).
+  void compress(const char* p, size_t n, int directive);
   void write_out(const char* p, size_t n);
   int fd_;
   std::string path_;

@@ -575,6 +575,14 @@ def popen(cmd, stdin=None):
                             stderr=subprocess.PIPE, preexec_fn=_child_setup)
 
 
+def kill_all(*procs):
+    """Kills and reaps the processes (Popen or None) still running."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def trace_files(outdir):
     if not os.path.isdir(outdir):
         return []

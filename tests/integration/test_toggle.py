@@ -92,10 +92,7 @@ def run(ck, label, binary, tmp, attach):
         ck.check_eq(a.calls["at_line"], len(ON), f"{label}: calls of at_line traced (lines {sorted(ON)} "
                     f"were read with tracing on)")
     finally:
-        for p in (tracer, target):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        h.kill_all(tracer, target)
 
 
 def main():

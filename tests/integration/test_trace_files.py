@@ -265,10 +265,7 @@ def summary_attach(ck, target_bin, tmp):
             ck.check(any(f"functracer-postproc calls {outdir}" in x for x in err.splitlines()),
                      f"attached: no postproc command\n{err}")
     finally:
-        for p in (tracer, target):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        h.kill_all(tracer, target)
 
 
 def main():
