@@ -39,7 +39,8 @@ Trace function calls of a program without rebuilding it.
                             pattern to modules whose path contains LIB
   -o, --output=DIR          write one trace file per process into DIR (created if
                             missing), zstd-compressed (NAME.PID.trace.zst); without -o
-                            each plugin prints a summary per process on stderr
+                            events are printed on stderr (memtrace: a summary per
+                            process)
       --uncompressed        with -o: plain-text NAME.PID.trace files
       --log                 without -o: print every event on stderr, not only the
                             summaries (memtrace:log for memtrace alone)
