@@ -7,6 +7,7 @@
 
 #include "arch/arch.h"
 #include "common/clock.h"
+#include "core/log.h"
 #include "functracer/schema.h"
 
 namespace ft {
@@ -40,6 +41,7 @@ void EventReporter::report_unwound(Thread& t, const std::vector<ShadowFrame>& fr
     c.unwound_ret = frames[i].real_ret;
     host_.unwound(c, fn, reason);
     ++stats_.unwound;
+    count(c);
   }
 }
 
@@ -51,6 +53,7 @@ void EventReporter::record_lost(Process& p, Thread& t, int64_t count, const std:
   r.add(schema::key::kReason, reason);
   ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
   host_.record(c, r);
+  summary_->lost(static_cast<uint64_t>(count));
 }
 
 void EventReporter::lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t value, uint64_t address, const char* text,
@@ -61,16 +64,32 @@ void EventReporter::lifecycle(Process& p, Thread* t, ft_event_kind kind, int64_t
   ft_event ev{kind, value, address, text};
   host_.event(c, ev);
   ++stats_.lifecycle;
+  count(c);
+}
+
+std::string EventReporter::trace_path(const Process& p) const {
+  std::string base = p.exe.substr(p.exe.rfind('/') + 1);
+  if (base.empty()) base = "process";
+  return opts_.output_dir + "/" + base + "." + std::to_string(p.pid()) +
+         TraceWriter::extension(opts_.uncompressed ? TraceWriter::Format::kPlain : TraceWriter::Format::kZstd);
+}
+
+void EventReporter::exec_done(Process& p) {
+  summary_->process(p.pid(), p.exe);
+  if (!p.trace) return;
+  if (auto s = p.trace->rename_to(trace_path(p)); !s) log::warn("{}", s.error().message);
 }
 
 Status EventReporter::open_trace(Process& p) {
+  summary_->process(p.pid(), p.exe);
   if (opts_.output_dir.empty()) return {};
-  std::string base = p.exe.substr(p.exe.rfind('/') + 1);
-  if (base.empty()) base = "process";
-  std::string path = opts_.output_dir + "/" + base + "." + std::to_string(p.pid()) + ".trace";
-  auto w = TraceWriter::create(path);
+  auto w = TraceWriter::create(trace_path(p), opts_.uncompressed ? TraceWriter::Format::kPlain
+                                                                 : TraceWriter::Format::kZstd);
   if (!w) return w.error();
   p.trace = std::move(*w);
+  p.trace->on_close([summary = summary_, pid = p.pid()](const TraceWriter& tw) {
+    summary->trace_closed(pid, tw.path(), tw.records(), tw.bytes_written());
+  });
   timespec rt{};
   clock_gettime(CLOCK_REALTIME, &rt);
   TraceRecord r;
@@ -132,6 +151,7 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
     }
     host_.ret(c, fn);
     ++stats_.returns;
+    count(c);
   }
 }
 
@@ -141,12 +161,14 @@ void EventReporter::call(Process& p, Thread& t, const Registers& regs, uint64_t 
   c.call_pc = call_pc;
   host_.call(c, fn);
   ++stats_.calls;
+  count(c);
 }
 
 void EventReporter::syscall(Process& p, Thread& t, const ft_syscall& sc) {
   ft_ctx c = ctx(p, &t, nullptr, monotonic_ns());
   host_.syscall(c, sc);
   ++stats_.syscalls;
+  count(c);
 }
 
 void EventReporter::module(Process& p, Thread& t, const Module& m, bool loaded) {

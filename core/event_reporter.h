@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "core/plugin_host.h"
 #include "core/process.h"
 #include "core/process_table.h"
+#include "core/run_summary.h"
 #include "arch/registers.h"
 
 namespace ft {
@@ -78,6 +80,11 @@ class EventReporter {
 
   // Trace files (with -o): created with the header, published once on disk.
   Status open_trace(Process& p);
+  // After an exec: the trace takes the name of the program the process became
+  // (doc/trace-format.md, file names).
+  void exec_done(Process& p);
+  // What the run reported, for the summary at exit; it outlives the tracer.
+  const std::shared_ptr<RunSummary>& summary() const { return summary_; }
   void write_modules(Process& p);
   void write_module(Process& p, const Module& m);
 
@@ -87,6 +94,10 @@ class EventReporter {
   const ProcessTable& procs_;
   TracerStats& stats_;
   const Registers* stop_regs_ = nullptr;
+  std::shared_ptr<RunSummary> summary_ = std::make_shared<RunSummary>();
+
+  std::string trace_path(const Process& p) const;
+  void count(const ft_ctx& c) { summary_->event(c.process->pid()); }
 };
 
 }  // namespace ft

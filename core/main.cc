@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "core/backtracer.h"
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
   if (!opts.output_dir.empty()) host.set_option("output", opts.output_dir);
   if (opts.backtrace_depth >= 0) host.set_option("backtrace_depth", std::to_string(opts.backtrace_depth));
   if (opts.quiet) host.set_option("quiet", "1");
+  if (opts.log) host.set_option("log", "1");
   if (opts.backtrace_all) host.set_option("backtrace_all", "1");
   if (!opts.monitor.empty()) host.set_option("monitor", opts.monitor);
   for (const auto& p : opts.plugins)
@@ -116,15 +118,18 @@ int main(int argc, char** argv) {
 
   if (opts.attach.empty()) ft::Tracer::set_launch_mode();
   install_signal_handlers();
-  ft::Tracer tracer(opts, host);
-  auto rc = opts.attach.empty() ? tracer.run_launch() : tracer.run_attach(opts.attach);
+  auto tracer = std::make_unique<ft::Tracer>(opts, host);
+  auto rc = opts.attach.empty() ? tracer->run_launch() : tracer->run_attach(opts.attach);
   if (!rc) {
     ft::log::error("{}", rc.error().message);
     return 1;
   }
+  const ft::TracerStats stats = tracer->stats();
+  const double secs = static_cast<double>(tracer->elapsed_ns()) / 1e9;
+  std::shared_ptr<ft::RunSummary> summary = tracer->summary();
+  tracer.reset();  // closes the trace files: their sizes are final
   if (opts.stats) {
-    const auto& s = tracer.stats();
-    double secs = static_cast<double>(tracer.elapsed_ns()) / 1e9;
+    const auto& s = stats;
     uint64_t ev = s.events();
     ft::log::error("{} events ({} calls, {} returns, {} unwound, {} other), {} ptrace stops ({:.2f} per event), "
                    "{} breakpoints, {} refused, {:.3f} s, {:.2f} us per event",
@@ -144,5 +149,7 @@ int main(int argc, char** argv) {
                                                bt.mismatches)
                                  : std::string());
   }
+  for (const std::string& line : summary->lines(stats, opts.output_dir, opts.plugins.front()))
+    ft::log::info("{}", line);
   return *rc;
 }

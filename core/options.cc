@@ -19,7 +19,7 @@ bool parse_int(const char* s, long min, long max, long* out) {
   return true;
 }
 
-enum LongOnly { kDisabled = 1000, kStats };
+enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog };
 
 }  // namespace
 
@@ -38,7 +38,12 @@ Trace function calls of a program without rebuilding it.
                             against mangled and demangled names; PATTERN@LIB limits a
                             pattern to modules whose path contains LIB
   -o, --output=DIR          write one trace file per process into DIR (created if
-                            missing); without -o events are printed on stderr
+                            missing), zstd-compressed (NAME.PID.trace.zst); without -o
+                            events are printed on stderr (memtrace: a summary per
+                            process)
+      --uncompressed        with -o: plain-text NAME.PID.trace files
+      --log                 without -o: print every event on stderr, not only the
+                            summaries (memtrace:log for memtrace alone)
   -b, --backtrace-depth=N   frames per event (memtrace, fileops: 10 by default; 0
                             turns backtraces off)
   -A, --backtrace-all       backtraces for releases too
@@ -47,7 +52,8 @@ Trace function calls of a program without rebuilding it.
   -p, --pid=PID             attach to a running process; repeatable
       --disabled            start with tracing off; SIGUSR1 to functracer toggles it
       --stats               print events, ptrace stops and time per event at exit
-  -q, --quiet               no messages from functracer except errors
+  -q, --quiet               no messages from functracer except errors (and no
+                            summary at exit)
   -d, --debug               log every ptrace request and breakpoint decision
   -V, --version             print the version
   -h, --help                print this help
@@ -70,6 +76,8 @@ Result<Options> parse_options(int argc, char** argv) {
       {"pid", required_argument, nullptr, 'p'},
       {"disabled", no_argument, nullptr, kDisabled},
       {"stats", no_argument, nullptr, kStats},
+      {"uncompressed", no_argument, nullptr, kUncompressed},
+      {"log", no_argument, nullptr, kLog},
       {"quiet", no_argument, nullptr, 'q'},
       {"debug", no_argument, nullptr, 'd'},
       {"version", no_argument, nullptr, 'V'},
@@ -105,6 +113,8 @@ Result<Options> parse_options(int argc, char** argv) {
         break;
       case kDisabled: o.start_disabled = true; break;
       case kStats: o.stats = true; break;
+      case kUncompressed: o.uncompressed = true; break;
+      case kLog: o.log = true; break;
       case 'q': o.quiet = true; break;
       case 'd': o.debug = true; break;
       case 'V': o.action = Options::Action::Version; return o;

@@ -22,6 +22,8 @@ struct Options {
   std::string monitor;               // -M
   bool follow_forks = false;         // -f
   bool start_disabled = false;       // --disabled
+  bool uncompressed = false;         // --uncompressed: plain .trace files, not .trace.zst
+  bool log = false;                  // --log: plugins print every event on stderr, not a summary
   bool quiet = false, debug = false, stats = false;
   std::vector<pid_t> attach;         // -p
   std::vector<std::string> command;  // PROGRAM ARGS...

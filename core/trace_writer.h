@@ -11,9 +11,15 @@
 // system call is made per record), and the tracer flushes a buffer that has aged
 // while no new record came (pending_since()). If functracer is killed, the trace on
 // disk lacks at most the records of the last kMaxAgeNs.
+//
+// Compressed traces (the default with -o, *.trace.zst) are one zstd stream of those
+// same lines. Every flush() ends a zstd block (ZSTD_e_flush), so what is on disk
+// always decompresses up to the last flush: a trace cut short reads like a plain one
+// cut at that point. The frame is ended (ZSTD_e_end) when the writer is destroyed.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,11 +30,18 @@ namespace ft {
 
 class TraceWriter {
  public:
-  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path);
-  ~TraceWriter();  // flushes and publishes
+  enum class Format { kPlain, kZstd };
+  // The file name's ending for each format: ".trace" or ".trace.zst".
+  static const char* extension(Format f);
+
+  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, Format format = Format::kPlain);
+  ~TraceWriter();  // flushes, ends the compressed frame, publishes
   // Writes what is buffered and gives the file its name, replacing an old trace of
   // that name. Call it once the first records are written.
   Status publish();
+  // Gives the file another name (a process that exec'd another program), now if it
+  // is published, else when it is.
+  Status rename_to(const std::string& path);
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
@@ -41,16 +54,29 @@ class TraceWriter {
   uint64_t pending_since() const { return pending_since_; }
   const std::string& path() const { return path_; }
   uint64_t records() const { return seq_; }
+  // Bytes written to the file so far (compressed size for a .trace.zst).
+  uint64_t bytes_written() const { return bytes_written_; }
+  // Called by the destructor once the file is complete, with its final name and size.
+  void on_close(std::function<void(const TraceWriter&)> f) { on_close_ = std::move(f); }
 
  private:
-  TraceWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  struct Compressor;
+  TraceWriter(int fd, std::string path, Format format);
+  void finish_frame();
+  // Feeds n bytes to the compressor and writes what it gives; directive: a
+  // ZSTD_EndDirective (zstd.h stays out of this header).
+  void compress(const char* p, size_t n, int directive);
+  void write_out(const char* p, size_t n);
   int fd_;
   std::string path_;
   std::string tmp_path_;  // the file's name until publish(); empty after
   std::string buf_;
+  std::unique_ptr<Compressor> zstd_;  // null for a plain trace
   uint64_t seq_ = 0;
   uint64_t pending_since_ = 0;
+  uint64_t bytes_written_ = 0;
   bool failed_ = false;
+  std::function<void(const TraceWriter&)> on_close_;
 };
 
 }  // namespace ft

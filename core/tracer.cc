@@ -338,6 +338,7 @@ void Tracer::handle_exec(Thread& t) {
     r.type = schema::type::kExec;
     r.add(schema::key::kExe, p.exe);
     report_.lifecycle(p, &t, FT_EVENT_EXEC, 0, 0, p.exe.c_str(), std::move(r), "+++ exec " + p.exe + " +++");
+    report_.exec_done(p);
   }
   if (auto s = setup_address_space(p, t, *regs); !s)
     log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);

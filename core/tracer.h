@@ -56,6 +56,8 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
     return s;
   }
   uint64_t elapsed_ns() const;
+  // Filled as the run goes; complete once the tracer (and its trace files) are gone.
+  std::shared_ptr<RunSummary> summary() const { return report_.summary(); }
 
   // Asynchronous requests from signal handlers (only set flags).
   static void request_toggle();

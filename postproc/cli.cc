@@ -67,8 +67,9 @@ const OptionSpec* find_option(std::string_view name) {
 std::string usage_text() {
   std::string text =
       "Usage: functracer-postproc REPORT [OPTIONS] TRACE...\n"
-      "Turns functracer trace files (one per process) into reports. A TRACE may be a\n"
-      "directory written by functracer -o: its *.trace files are read.\n"
+      "Turns functracer trace files (one per process) into reports. A TRACE is a\n"
+      "file (.trace or zstd-compressed .trace.zst), '-' for standard input, a pipe,\n"
+      "or a directory written by functracer -o (its *.trace and *.trace.zst files).\n"
       "\n"
       "Reports:\n";
   for (const ReportSpec& r : all_reports()) {

@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
     auto files = trace_files(argument);
     if (!files) return fail(files.error().message);
     for (const std::string& path : *files) {
+      // Opened here once; the report's passes read this same input.
+      if (ft::Status st = TraceInputs::instance().add(path); !st) return fail(st.error().message);
       if (ft::Status st = check_trace_file(path); !st) return fail(st.error().message);
     }
     options.traces.insert(options.traces.end(), files->begin(), files->end());

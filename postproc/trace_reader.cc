@@ -43,10 +43,12 @@ Result<std::vector<std::string>> trace_files(const std::string& path) {
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
     std::error_code type_ec;
-    if (p.extension() == ".trace" && it->is_regular_file(type_ec)) files.push_back(p.string());
+    std::string name = p.filename().string();
+    bool trace = name.ends_with(".trace") || name.ends_with(".trace.zst");
+    if (trace && name.front() != '.' && it->is_regular_file(type_ec)) files.push_back(p.string());
   }
   if (ec) return Error::from_errno(ec.value(), path);
-  if (files.empty()) return Error::msg(path + ": no trace files (*.trace) in this directory");
+  if (files.empty()) return Error::msg(path + ": no trace files (*.trace, *.trace.zst) in this directory");
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -74,21 +76,27 @@ Status check_trace_file(const std::string& path) {
   return {};
 }
 
-TraceReader::TraceReader(std::string path, File file, Diagnostics& diag)
-    : path_(std::move(path)), file_(std::move(file)), diag_(&diag), buf_(kBufferBytes) {}
+TraceReader::TraceReader(std::string path, TraceStream stream, Diagnostics& diag)
+    : path_(std::move(path)), stream_(std::move(stream)), diag_(&diag), buf_(kBufferBytes) {}
 
 Result<TraceReader> TraceReader::open(const std::string& path, Diagnostics& diag) {
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) return Error::from_errno(errno, path);
-  TraceReader r(path, std::move(file), diag);
+  std::shared_ptr<TraceInput> input = TraceInputs::instance().find(path);
+  if (!input) {
+    auto opened = TraceInput::open(path);
+    if (!opened) return opened.error();
+    input = std::move(*opened);
+  }
+  TraceReader r(path, TraceStream(std::move(input)), diag);
 
   // Decide from the first bytes, so a large binary file is not scanned for a newline.
   r.fill();
-  if (r.read_error_) return Error::from_errno(errno ? errno : EIO, path);
+  if (r.read_error_) return Error::msg(path + ": " + r.stream_.error());
   const std::string expected = std::string(kTraceMagic) + " " + std::to_string(kTraceFormatVersion);
   const std::string prefix = std::string(kTraceMagic) + " ";
   std::string_view start(r.buf_.data(), std::min(r.buf_len_, prefix.size()));
   if (r.buf_len_ == 0) {
+    if (r.stream_.compressed())
+      return Error::msg(path + ": no complete compressed block (the trace was cut short before its first one)");
     return Error::msg(path + ": not a functracer trace (the file is empty)");
   }
   if (start != std::string_view(prefix).substr(0, start.size()) || start.size() < prefix.size()) {
@@ -137,12 +145,14 @@ void TraceReader::warn(uint64_t line, std::string_view message) {
 bool TraceReader::fill() {
   if (eof_) return false;
   buf_pos_ = 0;
-  buf_len_ = std::fread(buf_.data(), 1, buf_.size(), file_.get());
+  buf_len_ = stream_.read(buf_.data(), buf_.size());
   if (buf_len_ == 0) {
     eof_ = true;
-    if (std::ferror(file_.get())) {
+    if (!stream_.error().empty()) {
       read_error_ = true;
-      if (line_no_ > 0) warn(line_no_, std::string("read error: ") + std::strerror(errno));
+      if (line_no_ > 0) warn(line_no_, stream_.error());
+    } else if (stream_.cut_inside_frame() && line_no_ > 0) {
+      warn(line_no_, "the compressed stream ends inside a zstd frame (the trace was cut short)");
     }
     return false;
   }

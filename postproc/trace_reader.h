@@ -2,7 +2,9 @@
 //
 // Streaming: the file is read through a fixed buffer, one line at a time, so memory
 // stays bounded by the longest line however large the trace is. A trace is one
-// process; its pid comes from the header record.
+// process; its pid comes from the header record. The bytes come from a TraceInput
+// (trace_input.h): plain or zstd-compressed, from a file, "-" or a pipe; a name the
+// tool opened in TraceInputs is read through that one descriptor.
 //
 // Traces may be cut short (functracer killed, disk full). The reader reports what is
 // wrong through Diagnostics and goes on with what it can use: a malformed line is
@@ -22,6 +24,7 @@
 
 #include "common/result.h"
 #include "common/trace_record.h"
+#include "postproc/trace_input.h"
 
 namespace ft::post {
 
@@ -61,9 +64,9 @@ class CollectingDiagnostics : public Diagnostics {
 // file. Cheap: reads at most the first buffer.
 Status check_trace_file(const std::string& path);
 
-// The trace files an argument names: the file itself or, for a directory (functracer
-// -o DIR), the regular files in it whose name ends in ".trace", sorted by name. A
-// directory without any is an error naming it.
+// The trace files an argument names: the file itself ("-" and pipes included) or, for
+// a directory (functracer -o DIR), the regular files in it whose name ends in ".trace"
+// or ".trace.zst", sorted by name. A directory without any is an error naming it.
 Result<std::vector<std::string>> trace_files(const std::string& path);
 
 // Whether the `plugins` field of a trace's header (comma-separated names) lists
@@ -100,12 +103,7 @@ class TraceReader {
   bool complete() const { return complete_; }
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  using File = std::unique_ptr<std::FILE, FileCloser>;
-
-  TraceReader(std::string path, File file, Diagnostics& diag);
+  TraceReader(std::string path, TraceStream stream, Diagnostics& diag);
 
   enum class LineStatus { kLine, kIncomplete, kEnd };
   LineStatus read_line(std::string& line);
@@ -115,7 +113,7 @@ class TraceReader {
   void finish();
 
   std::string path_;
-  File file_;
+  TraceStream stream_;
   Diagnostics* diag_;
   std::vector<char> buf_;
   size_t buf_pos_ = 0;

@@ -113,7 +113,8 @@ struct Options {
   bool frames_for_releases = false;
   bool mmap = false;
   std::vector<std::pair<uint64_t, uint64_t>> monitor;  // size ranges; empty: every size
-  bool streaming = false;
+  bool streaming = false;  // no -o: stderr is the only output
+  bool log = false;        // and every allocation and release is printed (--log, memtrace:log)
 };
 Options opts;
 
@@ -199,7 +200,7 @@ schema::HexSpan frames(ft_ctx* ctx, bool want) {
 
 void print(ft_ctx* ctx, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void print(ft_ctx* ctx, const char* fmt, ...) {
-  if (!opts.streaming) return;
+  if (!opts.log) return;
   char line[512];
   va_list ap;
   va_start(ap, fmt);
@@ -477,7 +478,7 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   if (o.released) record_release(ctx, name, o.released);
   if (o.allocated) record_alloc(ctx, name, o.allocated, p.size, align);
   if (o.failed) record_failed(ctx, name, p.size);
-  if (!opts.streaming || p.kind == kDelete || o.failed) return;
+  if (!opts.log || p.kind == kDelete || o.failed) return;
   if (p.kind == kRealloc || p.kind == kReallocArray)
     print(ctx, "%s(%#" PRIx64 ", %" PRIu64 ") = %#" PRIx64, fn->demangled, p.ptr, p.size, o.allocated);
   else if (align)
@@ -574,6 +575,9 @@ const ft_plugin* setup(const ft_host_api* h) {
   host = h;
   opts = Options{};
   opts.streaming = sdk::streaming(h);
+  // Read both, so that memtrace:log is never refused as unknown.
+  bool log_flag = sdk::option_is_one(h, "memtrace.log");
+  opts.log = opts.streaming && (log_flag || sdk::option_is_one(h, "log"));
   if (!sdk::backtrace_depth_option(h, schema::plugin::kMemtrace, &opts.depth)) return nullptr;
   opts.frames_for_releases = sdk::option_is_one(h, "backtrace_all");
   if (const char* m = h->option("monitor")) {

@@ -126,7 +126,7 @@ def main():
         outdir = os.path.join(tmp, "traces")
 
         def ft_count(out, err):
-            files = glob.glob(os.path.join(outdir, "*.trace"))
+            files = glob.glob(os.path.join(outdir, "*.trace*"))
             if not files or not args.postproc:
                 return None
             calls = benchlib.traced_calls(args.postproc, files, "curve_hot")

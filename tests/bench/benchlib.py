@@ -172,15 +172,28 @@ def traced_calls(postproc, files, function):
     return sum(f["calls"] for f in funcs if f["name"].split("(")[0] == function)
 
 
+def trace_lines(trace_file):
+    """The lines of a functracer trace file, plain or zstd-compressed (decoded by the
+    zstd tool)."""
+    with open(trace_file, "rb") as f:
+        compressed = f.read(4) == b"\x28\xb5\x2f\xfd"
+    if not compressed:
+        with open(trace_file, "rb") as f:
+            yield from f
+        return
+    p = subprocess.Popen(["zstd", "-dc", "--no-progress", trace_file], stdout=subprocess.PIPE)
+    yield from p.stdout
+    p.wait()
+
+
 def count_records(trace_file):
     """Records per type in a functracer trace file."""
     counts = {}
-    with open(trace_file, "rb") as f:
-        for line in f:
-            parts = line.split(b" ", 4)
-            if len(parts) >= 4:
-                t = parts[3].decode()
-                counts[t] = counts.get(t, 0) + 1
+    for line in trace_lines(trace_file):
+        parts = line.split(b" ", 4)
+        if len(parts) >= 4:
+            t = parts[3].decode()
+            counts[t] = counts.get(t, 0) + 1
     return counts
 
 

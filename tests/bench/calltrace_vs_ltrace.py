@@ -61,7 +61,7 @@ def main():
                 m.extra["events"] = int(e.group(1))
             m.extra["stats"] = benchlib.stats_line(err, ("stops", "events"))
             if args.postproc:
-                files = glob.glob(os.path.join(outdir, "*.trace"))
+                files = glob.glob(os.path.join(outdir, "*.trace*"))
                 calls = benchlib.traced_calls(args.postproc, files, "bench_fn")
                 if isinstance(calls, str):
                     return calls

@@ -81,7 +81,7 @@ def main():
 
         def ft_calls_check(out, err, m):
             m.extra["stats"] = err
-            files = glob.glob(os.path.join(outdir, "*.trace"))
+            files = glob.glob(os.path.join(outdir, "*.trace*"))
             if args.postproc:
                 calls = benchlib.traced_calls(args.postproc, files, "curve_hot")
                 if isinstance(calls, str):
@@ -94,7 +94,7 @@ def main():
         def ft_alloc_check(out, err, m):
             m.extra["stats"] = err
             counts = {}
-            for f in glob.glob(os.path.join(outdir, "*.trace")):
+            for f in glob.glob(os.path.join(outdir, "*.trace*")):
                 for k, v in benchlib.count_records(f).items():
                     counts[k] = counts.get(k, 0) + v
             shutil.rmtree(outdir, ignore_errors=True)

@@ -64,7 +64,7 @@ def main():
             stops = benchlib.stats_stops(err)
             if stops is not None:
                 m.extra["stops"] = stops
-            files = glob.glob(os.path.join(outdir, "*.trace"))
+            files = glob.glob(os.path.join(outdir, "*.trace*"))
             if len(files) != 1:
                 return f"functracer wrote {len(files)} trace files"
             c = count_records(files[0])

@@ -14,8 +14,8 @@ the same N, depth and bench_leaks.c (--retrace records them again). Then it
 runs each report best of --repeat times, every run a fresh child reaped with
 wait4 for its own peak RSS:
 
-  functracer-postproc leaks WORK/traces/*.trace
-  functracer-postproc leaks --json WORK/traces/*.trace
+  functracer-postproc leaks WORK/traces
+  functracer-postproc leaks --json WORK/traces
   heaptrack_print WORK/heaptrack.zst                 (its default report)
   heaptrack_print --print-leaks=1 WORK/heaptrack.zst (the default plus leaks)
   heaptrack_print --print-leaks=1 --print-peaks=0 --print-allocators=0
@@ -116,7 +116,7 @@ def record_functracer(args, binary, n, expect, cfgdir):
     if p.returncode != 0 or output_line(expect) not in out:
         sys.exit(f"functracer failed (status {p.returncode}):\nstdout: {out[-500:]}\n"
                  f"stderr: {p.stderr.decode(errors='replace')[-800:]}")
-    files = sorted(glob.glob(os.path.join(outdir, "*.trace")))
+    files = sorted(glob.glob(os.path.join(outdir, "*.trace*")))
     if len(files) != 1:
         sys.exit(f"functracer wrote {len(files)} trace files into {outdir}, expected 1")
     counts = count_records(files[0])

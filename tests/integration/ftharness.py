@@ -308,7 +308,9 @@ class TraceRun:
 
 
 def trace(program_args, patterns=None, outdir=None, quiet=True, plugin="calltrace",
-          extra=(), timeout=TRACED_TIMEOUT, stdin=None, cwd=None):
+          extra=(), timeout=TRACED_TIMEOUT, stdin=None, cwd=None, compressed=False):
+    """Runs functracer; with outdir, plain-text traces (--uncompressed) unless
+    compressed is true (then the files are *.trace.zst)."""
     cmd = [functracer()]
     if quiet:
         cmd.append("-q")
@@ -317,7 +319,7 @@ def trace(program_args, patterns=None, outdir=None, quiet=True, plugin="calltrac
     if patterns is not None:
         cmd += ["-a", patterns]
     if outdir is not None:
-        cmd += ["-o", outdir]
+        cmd += ["-o", outdir] if compressed else ["--uncompressed", "-o", outdir]
     cmd += list(extra)
     cmd += list(program_args)
     res = run(cmd, timeout=timeout, stdin=stdin, cwd=cwd)
@@ -571,6 +573,14 @@ DETACH_TIMEOUT = 60
 def popen(cmd, stdin=None):
     return subprocess.Popen([str(c) for c in cmd], stdin=stdin, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=_child_setup)
+
+
+def kill_all(*procs):
+    """Kills and reaps the processes (Popen or None) still running."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def trace_files(outdir):

@@ -58,7 +58,7 @@ def busy(ck, binary, tmp):
         for i, (sig, patterns) in enumerate(ROUNDS):
             label = f"busy, round {i + 1} ({signal.Signals(sig).name})"
             outdir = os.path.join(tmp, f"busy-{i}")
-            cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "-o", outdir,
+            cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "--uncompressed", "-o", outdir,
                    "-p", target.pid]
             tracer = h.attach_window(ck, label, cmd, outdir, target, TRACE_SECONDS)
             if tracer is None:
@@ -115,7 +115,7 @@ def spawning(ck, binary, tmp):
         for i in range(3):
             label = f"spawn, round {i + 1}"
             outdir = os.path.join(tmp, f"spawn-{i}")
-            cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "at_*,malloc,free", "-o", outdir,
+            cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "at_*,malloc,free", "--uncompressed", "-o", outdir,
                    "-p", target.pid]
             tracer = h.popen(cmd)
             if not ck.check(h.wait_attached(outdir), f"{label}: functracer did not attach"):
@@ -150,7 +150,7 @@ def following(ck, binary, tmp):
               f"|| exit 9; sleep 0.03; done; echo done")
     target = h.popen(["sh", "-c", script])
     outdir = os.path.join(tmp, "follow")
-    cmd = [h.functracer(), "-q", "-f", "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", target.pid]
+    cmd = [h.functracer(), "-q", "-f", "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", outdir, "-p", target.pid]
     try:
         time.sleep(0.2)
         tracer = h.popen(cmd)
@@ -209,7 +209,7 @@ def blocked(ck, binary, tmp, replaced=False):
         shutil.copy("/bin/true", copy + ".new")
         os.replace(copy + ".new", copy)
     outdir = os.path.join(tmp, name)
-    cmd = [h.functracer(), "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", target.pid]
+    cmd = [h.functracer(), "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", outdir, "-p", target.pid]
     tracer = None
     try:
         line = target.stdout.readline().decode().strip()
@@ -268,7 +268,7 @@ def errors(ck, binary, tmp):
         while state_of(zombie.pid) != "Z" and time.monotonic() < end:
             time.sleep(0.02)
         if ck.check(state_of(zombie.pid) == "Z", f"zombie: process {zombie.pid} did not exit"):
-            res = h.run([h.functracer(), "-e", "calltrace", "-o", out + "-z", "-p", zombie.pid])
+            res = h.run([h.functracer(), "-e", "calltrace", "--uncompressed", "-o", out + "-z", "-p", zombie.pid])
             ck.check_eq(res.status, 1, f"zombie: exit status\n{res.describe()}")
             ck.check(str(zombie.pid) in res.err and "has exited" in res.err
                      and len(res.err.strip().splitlines()) == 1,
@@ -277,14 +277,14 @@ def errors(ck, binary, tmp):
         zombie.communicate()
     ck.check_eq(zombie.returncode, 0, "zombie: the program's status")
     # A process already traced: by another functracer.
-    first = h.popen([h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "-o", out + "-1",
+    first = h.popen([h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", out + "-1",
                    binary, "read"], stdin=subprocess.PIPE)
     try:
         line = first.stdout.readline().decode().strip()
         if ck.check(line == "ready", f"already traced: target did not start: {line!r}"):
             pids = children_of(first.pid)
             if ck.check(len(pids) == 1, f"already traced: want one child of functracer, found {pids}"):
-                res = h.run([h.functracer(), "-e", "calltrace", "-o", out + "-2", "-p", pids[0]])
+                res = h.run([h.functracer(), "-e", "calltrace", "--uncompressed", "-o", out + "-2", "-p", pids[0]])
                 ck.check_eq(res.status, 1, f"already traced: exit status\n{res.describe()}")
                 ck.check(str(pids[0]) in res.err and "already traced" in res.err
                          and len(res.err.strip().splitlines()) == 1,

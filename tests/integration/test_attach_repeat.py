@@ -60,7 +60,7 @@ def main():
                 label = f"round {i + 1} ({kind}, {signal.Signals(sig).name})"
                 outdir = os.path.join(tmp, f"round-{i + 1}")
                 cmd = [h.functracer(), "-q", "-e", "calltrace"] + (["-e", "memtrace"] if memtrace else []) + \
-                    ["-a", "at_*", "-o", outdir, "-p", target.pid]
+                    ["-a", "at_*", "--uncompressed", "-o", outdir, "-p", target.pid]
                 tracer = h.attach_window(ck, label, cmd, outdir, target, WINDOWS[i % len(WINDOWS)],
                                          timeout=20)
                 if tracer is None:

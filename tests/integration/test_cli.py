@@ -46,14 +46,14 @@ def main():
         out = os.path.join(tmp, "out")
 
         print("=== nonexistent program")
-        res = h.run([ft, "-e", "calltrace", "-o", out, "/nonexistent/dir/no_such_prog"])
+        res = h.run([ft, "-e", "calltrace", "--uncompressed", "-o", out, "/nonexistent/dir/no_such_prog"])
         check_one_error_line(ck, res, 1, "/nonexistent/dir/no_such_prog", "nonexistent program")
 
         print("=== file that is not an executable")
         notexe = os.path.join(tmp, "not_a_program.txt")
         with open(notexe, "w") as f:
             f.write("just text\n")
-        res = h.run([ft, "-e", "calltrace", "-o", out, notexe])
+        res = h.run([ft, "-e", "calltrace", "--uncompressed", "-o", out, notexe])
         check_one_error_line(ck, res, 1, "not_a_program.txt", "non-executable file")
 
         print("=== 32-bit ELF program")
@@ -62,12 +62,12 @@ def main():
             # A 32-bit little-endian ELF header for EM_386, padded: refused before it runs.
             f.write(bytes([0x7f, 0x45, 0x4c, 0x46, 1, 1, 1]) + bytes(9) + bytes([2, 0, 3, 0]) + bytes(44))
         os.chmod(elf32, 0o755)
-        res = h.run([ft, "-e", "calltrace", "-o", out, elf32])
+        res = h.run([ft, "-e", "calltrace", "--uncompressed", "-o", out, elf32])
         check_one_error_line(ck, res, 1, "prog32", "32-bit ELF program")
 
         print("=== no such pid")
         pid = unused_pid()
-        res = h.run([ft, "-e", "calltrace", "-o", out, "-p", str(pid)])
+        res = h.run([ft, "-e", "calltrace", "--uncompressed", "-o", out, "-p", str(pid)])
         check_one_error_line(ck, res, 1, str(pid), "no such pid")
 
         print("=== unknown plugin")
@@ -99,13 +99,13 @@ def main():
                      f"{res.describe()}")
 
         print("=== pattern that matches nothing")
-        res = h.run([ft, "-e", "calltrace", "-a", "xyz_nomatch_fn", "-o", out + "2", TRUE])
+        res = h.run([ft, "-e", "calltrace", "-a", "xyz_nomatch_fn", "--uncompressed", "-o", out + "2", TRUE])
         ck.check_eq(res.status, 0, f"nomatch: exit status\n{res.describe()}")
         ck.check("xyz_nomatch_fn" in res.err,
                  f"nomatch: stderr does not report the pattern\n{res.describe()}")
         for line in stderr_lines(res):
             ck.check(line.startswith("functracer:"), f"message without prefix: {line!r}")
-        res = h.run([ft, "-q", "-e", "calltrace", "-a", "xyz_nomatch_fn", "-o", out + "3", TRUE])
+        res = h.run([ft, "-q", "-e", "calltrace", "-a", "xyz_nomatch_fn", "--uncompressed", "-o", out + "3", TRUE])
         ck.check_eq(res.status, 0, f"nomatch -q: exit status\n{res.describe()}")
         ck.check_eq(res.err, "", f"-q must silence functracer's messages\n{res.describe()}")
 
@@ -122,7 +122,7 @@ def main():
                             (["/bin/sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"], 0),
                             (["/bin/sh", "-c", "yes | head -n 2"], 0)):
             res = h.run([ft, "-q", "-e", "calltrace", "-a", "xyz_nomatch_*",
-                         "-o", os.path.join(tmp, "st"), *cmd])
+                         "--uncompressed", "-o", os.path.join(tmp, "st"), *cmd])
             plain = h.run(cmd)
             ck.check_eq(plain.status, status, f"untraced {cmd}")
             ck.check_eq(res.status, status, f"traced {cmd}: exit status\n{res.describe()}")
@@ -131,7 +131,7 @@ def main():
 
         print("=== -o creates nested directories")
         deep = os.path.join(tmp, "a", "b", "c")
-        res = h.run([ft, "-q", "-e", "calltrace", "-a", "xyz_nomatch_*", "-o", deep, TRUE])
+        res = h.run([ft, "-q", "-e", "calltrace", "-a", "xyz_nomatch_*", "--uncompressed", "-o", deep, TRUE])
         ck.check_eq(res.status, 0, f"-o nested: exit status\n{res.describe()}")
         ck.check(os.path.isdir(deep), f"-o {deep} was not created")
 

@@ -51,7 +51,7 @@ def traced(ck, label, exe, args, patterns, outdir, fast, extra=()):
     env = dict(os.environ)
     if not fast:
         env["FT_FAST_RETURNS"] = "0"
-    cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "-o", outdir, "--stats", *extra, exe, *args]
+    cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "--uncompressed", "-o", outdir, "--stats", *extra, exe, *args]
     res = h.run(cmd, timeout=h.TRACED_TIMEOUT, env=env)
     ck.check(res.status == 0 and not res.timed_out, f"{label}: traced run failed\n{res.describe()}")
     return res

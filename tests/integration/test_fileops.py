@@ -667,7 +667,7 @@ def run_cost(ck, label, exe, ref, prog):
             env = dict(os.environ)
             if not fast:
                 env["FT_FAST_RETURNS"] = "0"
-            res = h.run([h.functracer(), "-q", "--stats", "-e", "fileops", "-o", out, exe],
+            res = h.run([h.functracer(), "-q", "--stats", "-e", "fileops", "--uncompressed", "-o", out, exe],
                         timeout=h.TRACED_TIMEOUT, env=env)
             same_as_untraced(ck, f"{label} fast={fast}", res, ref)
             stops = re.search(r"(\d+) ptrace stops", res.err)

@@ -156,7 +156,7 @@ def check_program(ck, ft, tmp, program):
         untraced, exec_error = run_raw([path], cwd=tmp)
         outdir = os.path.join(tmp, f"out-{n}")
         for plugin in ("calltrace", "memtrace"):
-            cmd = [ft, "-e", plugin, "-o", outdir]
+            cmd = [ft, "-e", plugin, "--uncompressed", "-o", outdir]
             if plugin == "calltrace":
                 cmd += ["-a", "*"]
             cmd.append(path)

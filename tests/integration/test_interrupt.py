@@ -148,7 +148,7 @@ def attach_rounds(ck, rng, binary, tmp, budget):
                 label = (f"attach round {rounds} ({signal.Signals(sig).name} after {wait * 1000:.0f} ms, "
                          f"-a {patterns})")
                 outdir = os.path.join(tmp, f"attach-{rounds}")
-                cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "-o", outdir,
+                cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "--uncompressed", "-o", outdir,
                        "-p", target.pid]
                 tracer = popen(cmd)
                 time.sleep(wait)
@@ -220,7 +220,7 @@ def handled_rounds(ck, rng, binary, tmp):
             results = []
             for traced in (False, True):
                 outdir = os.path.join(tmp, f"handled-{n}")
-                cmd = ([h.functracer(), "-q", "-e", "calltrace", "-a", "ir_*,malloc,free", "-o", outdir]
+                cmd = ([h.functracer(), "-q", "-e", "calltrace", "-a", "ir_*,malloc,free", "--uncompressed", "-o", outdir]
                        if traced else []) + [binary, "handler", 20]
                 proc = popen(cmd)
                 line = proc.stdout.readline().decode()
@@ -257,7 +257,7 @@ def unhandled_rounds(ck, rng, binary, tmp, rounds):
         wait = delay(rng, startup_share=0.4, short=0.1, long=0.8)
         label = f"unhandled {n} ({signal.Signals(sig).name} after {wait * 1000:.0f} ms)"
         outdir = os.path.join(tmp, f"unhandled-{n}")
-        cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ir_*,malloc,free", "-o", outdir,
+        cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ir_*,malloc,free", "--uncompressed", "-o", outdir,
                binary, "plain", 8]
         proc = popen(cmd)
         time.sleep(wait)
@@ -358,7 +358,7 @@ def sigkill_rounds(ck, rng, binary, tmp, rounds):
         wait = delay(rng, startup_share=0.3, short=0.05, long=1.5)
         label = f"sigkill {n} ({'-f family' if follow else 'program'}, after {wait * 1000:.0f} ms)"
         outdir = os.path.join(tmp, f"sigkill-{n}")
-        cmd = [h.functracer(), "-q", "-e", "calltrace", "-e", "memtrace", "-a", "ir_*", "-o", outdir]
+        cmd = [h.functracer(), "-q", "-e", "calltrace", "-e", "memtrace", "-a", "ir_*", "--uncompressed", "-o", outdir]
         cmd += ["-f", binary, "family", 30] if follow else [binary, "plain", 30]
         proc = popen(cmd)
         time.sleep(wait)

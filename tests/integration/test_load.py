@@ -245,7 +245,7 @@ def main():
 
     with h.TempDir(prefix="ft-load-") as tmp:
         cmd = [h.functracer(), "-q", "--stats", "-e", "calltrace", "-e", "memtrace", "-a", "ld_*",
-               "-o", tmp, binary, seconds]
+               "--uncompressed", "-o", tmp, binary, seconds]
         print(f"--- {h.fmt_cmd(cmd)}", flush=True)
         res = h.run(cmd, timeout=3 * seconds + 300)
         print(f"traced run: status {res.status} after {res.seconds:.1f}s")

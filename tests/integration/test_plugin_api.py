@@ -125,7 +125,7 @@ def run_traced(ck, plugins, patterns, argv, tmp, name):
     cmd = [h.functracer(), "-q"]
     for p in plugins:
         cmd += ["-e", p]
-    cmd += ["-a", ",".join(patterns), "-o", outdir] + argv
+    cmd += ["-a", ",".join(patterns), "--uncompressed", "-o", outdir] + argv
     res = h.run(cmd, timeout=RUN_TIMEOUT)
     untraced = h.run(argv)
     ok = ck.check(res.status == 0, f"{name}: functracer failed\n{res.describe()}")
@@ -412,7 +412,7 @@ def test_syscall_cost(ck, apitest, program, tmp):
         cmd = [h.functracer(), "-q", "--stats"]
         for p in plugins:
             cmd += ["-e", p]
-        res = h.run(cmd + ["-a", ",".join(PLUGINAPI_PATTERNS), "-o", outdir, program],
+        res = h.run(cmd + ["-a", ",".join(PLUGINAPI_PATTERNS), "--uncompressed", "-o", outdir, program],
                     timeout=RUN_TIMEOUT, env=env)
         m = re.search(r"(\d+) ptrace stops", res.err)
         if not ck.check(res.status == 0 and m, f"{name}: no stop count\n{res.describe()}"):

@@ -105,7 +105,7 @@ def launched(ck, plugin, target, tmp):
     for kind, callback, n in LAUNCHED:
         label = f"launched, {kind} in {callback} #{n}"
         outdir = os.path.join(tmp, f"launch-{kind}-{callback}")
-        cmd = [h.functracer(), "-e", plugin, "-a", "at_*", "-o", outdir, target, LAUNCH_ITERATIONS]
+        cmd = [h.functracer(), "-e", plugin, "-a", "at_*", "--uncompressed", "-o", outdir, target, LAUNCH_ITERATIONS]
         env = dict(os.environ, FT_CRASHTEST=f"{kind}:{callback}:{n}")
         start = time.monotonic()
         p = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -148,7 +148,7 @@ def attached(ck, plugin, target, tmp):
             line = prog.stdout.readline().decode().strip()
             if not ck.check(line == "ready", f"{label}: target did not start: {line!r}"):
                 continue
-            cmd = [h.functracer(), "-e", plugin, "-a", "at_*", "-o", outdir, "-p", prog.pid]
+            cmd = [h.functracer(), "-e", plugin, "-a", "at_*", "--uncompressed", "-o", outdir, "-p", prog.pid]
             env = dict(os.environ, FT_CRASHTEST=f"{kind}:{callback}:{n}")
             r = h.run(cmd, timeout=TIMEOUT, env=env)
             print(f"{label}: functracer exit {r.status} after {r.seconds:.2f}s; stderr {r.err.strip()[:200]!r}")

@@ -298,7 +298,7 @@ def main():
 
         # With -a: exactly the program's counts, nothing else.
         tr = os.path.join(tmp, "tr-a")
-        res = h.run([functracer, "-e", "./callcount.so", "-a", ",".join(names), "-o", tr, program],
+        res = h.run([functracer, "-e", "./callcount.so", "-a", ",".join(names), "--uncompressed", "-o", tr, program],
                     cwd=tmp, timeout=RUN_TIMEOUT)
         if ck.check(res.status == 0, f"functracer -e ./callcount.so -a failed\n{res.describe()}"):
             ck.check_eq(res.stdout, untraced.stdout, "traced stdout")
@@ -310,7 +310,7 @@ def main():
 
         # Without -a: every function of the executable; main once.
         tr = os.path.join(tmp, "tr-all")
-        res = h.run([functracer, "-e", "./callcount.so", "-o", tr, program], cwd=tmp,
+        res = h.run([functracer, "-e", "./callcount.so", "--uncompressed", "-o", tr, program], cwd=tmp,
                     timeout=RUN_TIMEOUT)
         if ck.check(res.status == 0, f"functracer -e ./callcount.so failed\n{res.describe()}"):
             counts = check_count_records(ck, tr, dict(want, main=1), "without -a", exact=False)

@@ -52,7 +52,7 @@ def run_umask0(cmd):
 def modes(ck, whoami, tmp):
     print("=== trace file and output directory modes under umask 000")
     outdir = os.path.join(tmp, "modes", "new")
-    p = run_umask0([h.functracer(), "-q", "-e", "calltrace", "-a", "main", "-o", outdir, whoami])
+    p = run_umask0([h.functracer(), "-q", "-e", "calltrace", "-a", "main", "--uncompressed", "-o", outdir, whoami])
     ck.check_eq(p.returncode, 0, f"modes: exit status; stderr {p.stderr.decode()!r}")
     if not ck.check(os.path.isdir(outdir), "modes: no output directory"):
         return
@@ -99,7 +99,7 @@ def symlink(ck, target, tmp):
             return
         trace = os.path.join(outdir, f"{os.path.basename(str(target))}.{p.pid}.trace")
         os.symlink(victim, trace)
-        r = h.run([h.functracer(), "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", p.pid], timeout=TIMEOUT)
+        r = h.run([h.functracer(), "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", outdir, "-p", p.pid], timeout=TIMEOUT)
         print(f"{label}: exit {r.status}; stderr {r.err.strip()!r}")
         ck.check_eq(r.status, 1, f"{label}: functracer exit status\n{r.describe()}")
         lines = r.err.strip().splitlines()
@@ -137,7 +137,7 @@ def hardlink(ck, target, tmp):
             return
         trace = os.path.join(outdir, f"{os.path.basename(str(target))}.{p.pid}.trace")
         os.link(victim, trace)
-        cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "-o", outdir, "-p", str(p.pid)]
+        cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", outdir, "-p", str(p.pid)]
         tracer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=h._child_setup)
         # Attached once the module map is in the trace file.
         end = time.monotonic() + TIMEOUT
@@ -217,7 +217,7 @@ def setuid(ck, whoami, tmp):
         ck.skip("setuid", f"the setuid bit does not work here even untraced: {plain.out.strip()!r}")
         return
     outdir = os.path.join(d, "out")
-    r = h.run(prefix + [h.functracer(), "-q", "-e", "calltrace", "-a", "main", "-o", outdir, prog],
+    r = h.run(prefix + [h.functracer(), "-q", "-e", "calltrace", "-a", "main", "--uncompressed", "-o", outdir, prog],
               timeout=TIMEOUT)
     print(f"setuid: untraced {plain.out.strip()!r}, traced {r.out.strip()!r}, exit {r.status}")
     ck.check_eq(r.status, 0, f"setuid: functracer exit status\n{r.describe()}")

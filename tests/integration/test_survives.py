@@ -27,7 +27,7 @@ def main():
     plain = h.run([binary])
     with h.TempDir() as tmp:
         out = os.path.join(tmp, "out")
-        traced = h.run([ft, "-q", "-a", patterns, "-o", out, binary])
+        traced = h.run([ft, "-q", "-a", patterns, "--uncompressed", "-o", out, binary])
         ck.check(traced.status == plain.status and traced.out == plain.out,
                  f"traced run differs\n--- untraced\n{plain.describe()}\n--- traced\n{traced.describe()}")
         want = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)",

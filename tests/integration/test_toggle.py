@@ -46,7 +46,7 @@ def wait_for(ck, stream, text, what):
 def run(ck, label, binary, tmp, attach):
     print(f"=== {label}")
     outdir = os.path.join(tmp, label)
-    base = [h.functracer(), "--disabled", "-e", "calltrace", "-a", "at_*", "-o", outdir]
+    base = [h.functracer(), "--disabled", "-e", "calltrace", "-a", "at_*", "--uncompressed", "-o", outdir]
     target = tracer = None
     try:
         if attach:
@@ -92,10 +92,7 @@ def run(ck, label, binary, tmp, attach):
         ck.check_eq(a.calls["at_line"], len(ON), f"{label}: calls of at_line traced (lines {sorted(ON)} "
                     f"were read with tracing on)")
     finally:
-        for p in (tracer, target):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        h.kill_all(tracer, target)
 
 
 def main():

@@ -48,7 +48,7 @@ def main():
             out = os.path.join(tmp, name.split()[0])
             os.makedirs(out)
             untraced = h.run(cmd)
-            res = h.run([h.functracer(), "-q", "--stats", "-e", "memtrace", "-b", "32", "-o", out] + extra + cmd,
+            res = h.run([h.functracer(), "-q", "--stats", "-e", "memtrace", "-b", "32", "--uncompressed", "-o", out] + extra + cmd,
                         timeout=600, env=env)
             ck.check_eq(res.status, untraced.status, f"{name}: exit status under functracer")
             ck.check_eq(res.stdout, untraced.stdout, f"{name}: stdout under functracer")

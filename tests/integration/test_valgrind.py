@@ -143,7 +143,7 @@ def main():
                                         f"untraced output")
 
             traces = os.path.join(tmp, tag + ".traces")
-            fres, fout = run_to_file([h.functracer(), "-q", "-e", "memtrace", "-o", traces] + cmd,
+            fres, fout = run_to_file([h.functracer(), "-q", "-e", "memtrace", "--uncompressed", "-o", traces] + cmd,
                                      work, env, os.path.join(tmp, tag + ".ft-out"),
                                      h.TRACED_TIMEOUT)
             files = sorted(glob.glob(os.path.join(traces, "*.trace")))

@@ -34,7 +34,7 @@ def main():
                  f"live call log lacks {line!r}\n{live.err}")
     with h.TempDir() as tmp:
         out = os.path.join(tmp, "out")
-        res = h.run([ft, "-q", "-a", "fl_*", "-o", out, binary])
+        res = h.run([ft, "-q", "-a", "fl_*", "--uncompressed", "-o", out, binary])
         ck.check(res.status == 0, f"traced run failed\n{res.describe()}")
         traces = [os.path.join(out, f) for f in sorted(os.listdir(out))]
         tree = h.run([pp, "tree"] + traces)

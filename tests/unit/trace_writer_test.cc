@@ -86,6 +86,92 @@ TEST(TraceWriter, RoundTripThroughTheReader) {
   ::unlink(path.c_str());
 }
 
+// The records a reader gets from `path`, and its warnings.
+std::vector<ft::TraceRecord> read_back(const std::string& path, std::vector<std::string>* warnings = nullptr) {
+  ft::post::CollectingDiagnostics diag;
+  std::vector<ft::TraceRecord> out;
+  auto reader = ft::post::TraceReader::open(path, diag);
+  EXPECT_TRUE(reader.ok()) << (reader.ok() ? "" : reader.error().message);
+  if (!reader.ok()) return out;
+  while (const ft::TraceRecord* r = reader->next()) out.push_back(*r);
+  if (warnings) *warnings = diag.warnings;
+  return out;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(TraceWriter, CompressedRoundTrip) {
+  const std::string path = temp_path("roundtrip.trace.zst");
+  std::vector<ft::TraceRecord> written;
+  {
+    auto w = ft::TraceWriter::create(path, ft::TraceWriter::Format::kZstd);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    for (uint64_t i = 0; i < 20000; ++i) {
+      ft::TraceRecord r = make(i);
+      (*w)->write(r);
+      written.push_back(r);
+    }
+  }
+  std::string bytes = file_bytes(path);
+  ASSERT_GE(bytes.size(), 4u);
+  EXPECT_EQ(bytes.substr(0, 4), std::string("\x28\xb5\x2f\xfd"));  // zstd frame magic
+  std::vector<std::string> warnings;
+  EXPECT_EQ(read_back(path, &warnings), written);
+  ::unlink(path.c_str());
+}
+
+// While the writer is open (its frame not ended), the file holds everything up to the
+// last flush, readable: a copy taken then is what a killed functracer leaves.
+TEST(TraceWriter, CompressedFileReadsUpToEachFlush) {
+  const std::string path = temp_path("open.trace.zst");
+  const std::string copy = temp_path("copy.trace.zst");
+  auto w = ft::TraceWriter::create(path, ft::TraceWriter::Format::kZstd);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  ASSERT_TRUE((*w)->publish().ok());
+  std::vector<ft::TraceRecord> written;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    ft::TraceRecord r = make(i);
+    (*w)->write(r);
+    written.push_back(r);
+    if (i % 700 == 699) {
+      (*w)->flush();
+      std::ofstream(copy, std::ios::binary) << file_bytes(path);
+      std::vector<std::string> warnings;
+      EXPECT_EQ(read_back(copy, &warnings), written) << "after record " << i;
+      bool said_cut = false;
+      for (const auto& m : warnings) said_cut = said_cut || m.find("cut short") != std::string::npos;
+      EXPECT_TRUE(said_cut) << "no warning that the trace was cut short";
+    }
+  }
+  w->reset();
+  ::unlink(path.c_str());
+  ::unlink(copy.c_str());
+}
+
+TEST(TraceWriter, RenameBeforeAndAfterPublishing) {
+  const std::string a = temp_path("sh.1.trace"), b = temp_path("ls.1.trace"), c = temp_path("head.1.trace");
+  auto w = ft::TraceWriter::create(a);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  ASSERT_TRUE((*w)->rename_to(b).ok());  // not published yet: the name it will take
+  ft::TraceRecord r = make(0);
+  (*w)->write(r);
+  ASSERT_TRUE((*w)->publish().ok());
+  EXPECT_NE(::access(a.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(b.c_str(), F_OK), 0);
+  ASSERT_TRUE((*w)->rename_to(c).ok());  // published: renamed on disk
+  ft::TraceRecord r2 = make(1);
+  (*w)->write(r2);
+  w->reset();
+  EXPECT_NE(::access(b.c_str(), F_OK), 0);
+  EXPECT_EQ(read_back(c).size(), 2u);
+  ::unlink(c.c_str());
+}
+
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
   if (DIR* d = ::opendir(dir.c_str())) {

@@ -1,0 +1,93 @@
+#include "core/run_summary.h"
+
+#include <fmt/format.h>
+
+#include "core/event_reporter.h"
+
+namespace ft {
+
+std::string human_size(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+void RunSummary::process(pid_t pid, const std::string& exe) {
+  std::string base = exe.substr(exe.rfind('/') + 1);
+  entries_[pid].exe = base.empty() ? exe : base;
+}
+
+void RunSummary::trace_closed(pid_t pid, const std::string& path, uint64_t records, uint64_t bytes) {
+  Entry& e = entries_[pid];
+  e.files.push_back(path);
+  e.records += records;
+  e.bytes += bytes;
+}
+
+namespace {
+
+std::string plural(uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+// The report that answers the first question about a plugin's traces.
+const char* report_for(const std::string& plugin) {
+  std::string name = plugin.substr(0, plugin.find(':'));
+  if (name == "memtrace") return "leaks";
+  if (name == "calltrace") return "calls";
+  if (name == "fileops") return "fds";
+  return "dump";
+}
+
+// A path as a shell reads it back: quoted when it holds anything but the plain characters.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+,:@%") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::vector<std::string> RunSummary::lines(const TracerStats& stats, const std::string& output_dir,
+                                           const std::string& first_plugin) const {
+  std::vector<std::string> out;
+  uint64_t files = 0, bytes = 0, records = 0;
+  size_t listed = 0;
+  for (const auto& [pid, e] : entries_) {
+    files += e.files.size();
+    bytes += e.bytes;
+    records += e.records;
+    if (listed++ >= kMaxListed) continue;
+    std::string line = fmt::format("{} [{}]: {}", e.exe.empty() ? "?" : e.exe, pid, plural(e.events, "event"));
+    for (const std::string& f : e.files) line += fmt::format(", {}", f);
+    if (!e.files.empty())
+      line += fmt::format(" ({}, {})", plural(e.records, "record"), human_size(e.bytes));
+    out.push_back(std::move(line));
+  }
+  if (listed > kMaxListed) out.push_back(fmt::format("... and {} more", plural(listed - kMaxListed, "process")));
+  std::string total = fmt::format("{} traced, {}", plural(entries_.size(), "process"), plural(stats.events(), "event"));
+  if (!output_dir.empty())
+    total += fmt::format("; {} trace file{} ({}, {}) in {}", files, files == 1 ? "" : "s",
+                         plural(records, "record"), human_size(bytes), output_dir);
+  out.push_back(std::move(total));
+  if (stats.refused > 0 || lost_ > 0) {
+    std::string missed = "not traced:";
+    if (stats.refused > 0)
+      missed += fmt::format(" {} that could not be patched safely (warnings above)", plural(stats.refused, "function"));
+    if (stats.refused > 0 && lost_ > 0) missed += ";";
+    if (lost_ > 0) missed += fmt::format(" {} lost (see the trace's lost records)", plural(lost_, "event"));
+    out.push_back(std::move(missed));
+  }
+  if (!output_dir.empty() && files > 0)
+    out.push_back(fmt::format("to read the traces: functracer-postproc {} {}", report_for(first_plugin),
+                              shell_word(output_dir)));
+  return out;
+}
+
+}  // namespace ft
