@@ -38,6 +38,7 @@ using namespace x86;
 namespace {
 
 constexpr unsigned kEndbr64Length = 4;
+constexpr uint64_t kTopOfCode = ~uint64_t{0} - 0xfff;
 
 // A branch seen by linear decoding: where it is and where it goes. Also counted as
 // branches: an endbr64, the landing pad of indirect branches (recorded as a branch to
@@ -212,6 +213,10 @@ std::string relocate_into(std::vector<uint8_t>& out, const cs_insn& in, uint64_t
 
 EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
   if (req.function.empty()) return refuse_entry_patch("no code bytes");
+  // Window arithmetic on addresses must not wrap; no code lives in the last page.
+  if (req.entry > kTopOfCode || req.function.size() > kTopOfCode - req.entry) {
+    return refuse_entry_patch("code at the top of the address space");
+  }
   if (!decoder().ok()) return refuse_entry_patch("disassembler unavailable");
 
   std::string reason;

@@ -14,10 +14,12 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "arch/arch.h"
 #include "arch/entry_patch.h"
+#include "core/elf_image.h"
 
 #if defined(__x86_64__)
 extern "C" {
@@ -43,6 +45,19 @@ FT_FIXTURE(ep_label)
 FT_FIXTURE(ep_bad)
 #undef FT_FIXTURE
 extern int64_t ep_data;
+
+#define FT_C_FIXTURE(p)                                 \
+  extern volatile int p##reports;                       \
+  int p##checked_div(int a, int b);                     \
+  int p##sum(const int* v, int n);                      \
+  int p##next(int step);                                \
+  double p##poly(double x);                             \
+  long p##pick(int i, long a);                          \
+  long p##collatz(long n);                              \
+  size_t p##length(const char* s);
+FT_C_FIXTURE(epc_)
+FT_C_FIXTURE(epc_ibt_)
+#undef FT_C_FIXTURE
 }
 #endif
 
@@ -412,6 +427,92 @@ TEST_F(PatchedX86, ConditionalAndColdPathsCountTheirCalls) {
     EXPECT_EQ(calls(), 2u);
   });
 }
+
+// ---------------------------------------------------------------------------------
+// Code the C compiler wrote (tests/unit/fixtures/entry_patch_c_fixture.c): whatever
+// the analysis accepts must run from its copy exactly like the function, including
+// the cold parts GCC split off.
+
+class CompiledX86 : public EntryPatchX86 {
+ protected:
+  void SetUp() override {
+    EntryPatchX86::SetUp();
+    if (IsSkipped()) return;
+    auto image = ElfImage::open("/proc/self/exe");
+    ASSERT_TRUE(image.ok()) << image.error().message;
+    image_ = std::move(*image);
+  }
+
+  // The analysis of the function at `fn`, named `name` in the symbol table, with its
+  // .cold part if it has one.
+  EntryPatch plan_compiled(const void* fn, const std::string& name) {
+    const ElfSymbol* sym = image_->find(name);
+    EXPECT_NE(sym, nullptr) << name;
+    if (sym == nullptr) return refuse_entry_patch("no symbol");
+    const uint64_t bias = addr(fn) - sym->value;
+    const auto* begin = static_cast<const uint8_t*>(fn);
+    parts_.clear();
+    if (const ElfSymbol* cold = image_->find(name + ".cold"); cold != nullptr) {
+      const auto* c = reinterpret_cast<const uint8_t*>(cold->value + bias);
+      parts_.push_back({{c, cold->size}, cold->value + bias});
+      ++cold_parts_;
+    }
+    const EntryPatch p = plan({begin, sym->size}, copy(), trampoline(), {}, parts_);
+    ++analyses_;
+    if (p.ok) {
+      ++accepted_;
+    } else {
+      std::printf("  %s refused: %s\n", name.c_str(), p.reason.c_str());
+    }
+    return p;
+  }
+
+  template <typename Fn>
+  Fn copy_of(Fn fn, const std::string& name) {
+    const EntryPatch p = plan_compiled(reinterpret_cast<const void*>(fn), name);
+    if (!p.ok) return fn;  // refused: the function stands for its copy
+    return install_copy<Fn>(p);
+  }
+
+  template <typename Fn, typename... Args>
+  void same(Fn fn, const std::string& name, std::initializer_list<std::tuple<Args...>> calls) {
+    const Fn copy = copy_of(fn, name);
+    for (const auto& args : calls) {
+      EXPECT_EQ(std::apply(copy, args), std::apply(fn, args)) << name;
+    }
+  }
+
+  std::unique_ptr<ElfImage> image_;
+  std::vector<CodeRange> parts_;
+  int analyses_ = 0;
+  int accepted_ = 0;
+  int cold_parts_ = 0;
+};
+
+#define FT_C_FIXTURE_TEST(test_name, p)                                                        \
+  TEST_F(CompiledX86, test_name) {                                                             \
+    const std::string prefix = #p;                                                             \
+    same(p##checked_div, prefix + "checked_div", {std::tuple{7, 2}, std::tuple{-9, 3}});       \
+    const int before = p##reports;                                                             \
+    const auto div = copy_of(p##checked_div, prefix + "checked_div");                          \
+    EXPECT_EQ(div(5, 0), -1); /* the cold path */                                              \
+    EXPECT_EQ(p##reports, before + 5);                                                         \
+    const int v[] = {3, 1, 4, 1, 5, 9, 2, 6};                                                  \
+    same(p##sum, prefix + "sum", {std::tuple{v, 8}, std::tuple{v, 0}, std::tuple{v + 3, 2}});  \
+    const auto next = copy_of(p##next, prefix + "next");                                       \
+    const int start = p##next(0);                                                              \
+    EXPECT_EQ(next(5), start + 5);                                                             \
+    EXPECT_EQ(p##next(0), start + 5);                                                          \
+    same(p##poly, prefix + "poly", {std::tuple{0.0}, std::tuple{2.0}, std::tuple{-3.5}});      \
+    same(p##pick, prefix + "pick", {std::tuple{0, 5L}, std::tuple{3, 5L}, std::tuple{6, 50L}, std::tuple{9, 5L}}); \
+    same(p##collatz, prefix + "collatz", {std::tuple{1L}, std::tuple{27L}, std::tuple{97L}});  \
+    same(p##length, prefix + "length", {std::tuple{""}, std::tuple{"entry patch"}});           \
+    std::printf("  %d of %d analyses accepted, %d with a .cold part\n", accepted_, analyses_, cold_parts_); \
+    EXPECT_GE(accepted_, 1);                                                                   \
+  }
+FT_C_FIXTURE_TEST(PlainO2, epc_)
+FT_C_FIXTURE_TEST(IbtO2, epc_ibt_)
+#undef FT_C_FIXTURE_TEST
 
 #endif  // __x86_64__
 
