@@ -264,10 +264,14 @@ EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
     indirect.insert(indirect.end(), scan->indirect_jumps.begin(), scan->indirect_jumps.end());
   }
   for (uint64_t t : req.branch_targets) {
-    if (inside(t)) return refuse_entry_patch(fmt::format("known branch target {:#x} inside the patched bytes", t));
+    if (inside(t)) {
+      return refuse_entry_patch(fmt::format("known branch target {:#x} inside the patched bytes", t));
+    }
   }
   for (const IndirectJump& j : indirect) {
-    if (j.notrack) return refuse_entry_patch(fmt::format("notrack indirect jump at {:#x} (jump table)", j.at));
+    if (j.notrack) {
+      return refuse_entry_patch(fmt::format("notrack indirect jump at {:#x} (jump table)", j.at));
+    }
     if (patch.patch_offset == 0) {
       return refuse_entry_patch(fmt::format("indirect jump at {:#x} (targets unknown)", j.at));
     }

@@ -37,6 +37,8 @@ FT_FIXTURE(ep_tail)
 FT_FIXTURE(ep_tail_noibt)
 FT_FIXTURE(ep_call)
 FT_FIXTURE(ep_sign)
+FT_FIXTURE(ep_jrcxz)
+FT_FIXTURE(ep_jmp)
 FT_FIXTURE(ep_abs)
 FT_FIXTURE(ep_abs_cold)
 FT_FIXTURE(ep_abs2)
@@ -261,6 +263,33 @@ TEST_F(EntryPatchX86, ConditionalJumpInTheWindow) {
   EXPECT_EQ(run(0), 0);
   EXPECT_EQ(run(5), 1);
   EXPECT_EQ(run(-1), 1);
+}
+
+TEST_F(EntryPatchX86, CountingJumpInTheWindow) {
+  const uint64_t e = addr(ep_jrcxz);
+  const uint64_t c = copy();
+  const EntryPatch p = plan(body(ep_jrcxz, ep_jrcxz_end), c, trampoline());
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.window_length, 5u);
+  // mov rcx, rdi; jrcxz +2; jmp short +5; jmp e+11; jmp e+5
+  EXPECT_EQ(p.relocated, cat({{0x48, 0x89, 0xf9, 0xe3, 0x02, 0xeb, 0x05}, jmp(c + 7, e + 11),
+                              jmp(c + 12, e + 5)}));
+  EXPECT_EQ(p.patch, jmp(e, trampoline()));
+  const auto run = install_copy<int64_t (*)(int64_t)>(p);
+  EXPECT_EQ(run(0), 1);
+  EXPECT_EQ(run(9), 2);
+}
+
+TEST_F(EntryPatchX86, JumpInTheWindow) {
+  const uint64_t e = addr(ep_jmp);
+  const uint64_t c = copy();
+  const EntryPatch p = plan(body(ep_jmp, ep_jmp_end), c, trampoline());
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.window_length, 6u);
+  // mov eax, edi; jmp e+7 (rel32 now); xor eax, eax (never reached); jmp e+6
+  EXPECT_EQ(p.relocated, cat({{0x89, 0xf8}, jmp(c + 2, e + 7), {0x31, 0xc0}, jmp(c + 9, e + 6)}));
+  const auto run = install_copy<int (*)(int)>(p);
+  EXPECT_EQ(run(41), 42);
 }
 
 TEST_F(EntryPatchX86, TailCallThroughRegisterInIbtCode) {
