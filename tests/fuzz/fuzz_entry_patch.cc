@@ -28,7 +28,7 @@ void check(const ft::arch::EntryPatchRequest& req, const ft::arch::EntryPatch& p
   }
   const size_t size = req.function.size();
   require(p.window_length <= size, "the window lies in the function");
-  require(p.patch_offset + 5u <= p.window_length, "the window holds a jmp rel32");
+  require(p.patch_offset + (x86 ? 5u : 4u) <= p.window_length, "the window holds the jump");
   require(p.original.size() == p.window_length - p.patch_offset, "original: the patched bytes");
   require(std::equal(p.original.begin(), p.original.end(), req.function.begin() + p.patch_offset),
           "original: the function's own bytes");

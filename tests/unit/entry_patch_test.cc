@@ -547,15 +547,77 @@ FT_C_FIXTURE_TEST(IbtO2, epc_ibt_)
 
 // ---------------------------------------------------------------------------------
 
-TEST(EntryPatchAArch64, RefusedHonestly) {
-  const uint8_t ret[] = {0xc0, 0x03, 0x5f, 0xd6, 0x1f, 0x20, 0x03, 0xd5};
+// AArch64: hand-assembled words at 0x400000, copy at 0x500000, trampoline 0x40 below.
+// b imm26 = 0x14000000 | ((target - pc) >> 2 & 0x3ffffff).
+
+constexpr uint64_t kA64Entry = 0x400000;
+constexpr uint64_t kA64Copy = 0x500000;
+constexpr uint64_t kA64Trampoline = kA64Copy - 0x40;
+
+std::vector<uint8_t> a64_words(std::initializer_list<uint32_t> ws) {
+  std::vector<uint8_t> out;
+  for (uint32_t w : ws) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(w >> (8 * i)));
+  }
+  return out;
+}
+
+EntryPatch a64_plan(const std::vector<uint8_t>& fn, uint64_t trampoline = kA64Trampoline,
+                    std::span<const CodeRange> parts = {}) {
   EntryPatchRequest req;
-  req.function = ret;
-  req.entry = 0x400000;
-  req.copy = req.trampoline = 0x500000;
-  const EntryPatch p = arch::traits(Arch::AArch64).plan_entry_patch(req);
-  EXPECT_FALSE(p.ok);
-  EXPECT_EQ(p.reason, "not supported on AArch64 yet");
+  req.function = fn;
+  req.entry = kA64Entry;
+  req.copy = kA64Copy;
+  req.trampoline = trampoline;
+  req.other_parts = parts;
+  return arch::traits(Arch::AArch64).plan_entry_patch(req);
+}
+
+constexpr uint32_t kStp = 0xa9bf7bfd;     // stp x29, x30, [sp, #-16]!
+constexpr uint32_t kMovFp = 0x910003fd;   // mov x29, sp
+constexpr uint32_t kRet = 0xd65f03c0;     // ret
+constexpr uint32_t kBtiC = 0xd503245f;    // bti c
+
+TEST(EntryPatchAArch64, PlainFunction) {
+  const EntryPatch p = a64_plan(a64_words({kStp, kMovFp, kRet}));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.patch_offset, 0u);
+  EXPECT_EQ(p.window_length, 4u);
+  EXPECT_EQ(p.original, a64_words({kStp}));
+  EXPECT_EQ(p.patch, a64_words({0x1403fff0}));  // b +0xfffc0
+  // stp, then b from 0x500004 back to 0x400004: -0x100000
+  EXPECT_EQ(p.relocated, a64_words({kStp, 0x17fc0000}));
+  EXPECT_EQ(p.moved_pcs, (std::vector<MovedPc>{{0, 0}}));
+}
+
+TEST(EntryPatchAArch64, BtiStaysAtTheEntry) {
+  const EntryPatch p = a64_plan(a64_words({kBtiC, kStp, kMovFp, kRet}));
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_EQ(p.patch_offset, 4u);
+  EXPECT_EQ(p.window_length, 8u);
+  EXPECT_EQ(p.patch, a64_words({0x1403ffef}));  // b from 0x400004: +0xfffbc
+  EXPECT_EQ(p.relocated, a64_words({kStp, 0x17fc0001}));  // back to 0x400008: -0xffffc
+}
+
+TEST(EntryPatchAArch64, Refusals) {
+  // bti c; add w0, w0, #1; subs w1, w1, #1; b.ne 0x400004; ret
+  EXPECT_EQ(a64_plan(a64_words({kBtiC, 0x11000400, 0x71000421, 0x54ffffc1, kRet})).reason,
+            "branch into the patched bytes at 0x400004 from 0x40000c");
+  EXPECT_EQ(a64_plan(a64_words({0x94000010, kRet})).reason, "call in the patched bytes");  // bl
+  EXPECT_EQ(a64_plan(a64_words({kRet})).reason, "return in the patched bytes");
+  EXPECT_EQ(a64_plan(a64_words({kBtiC})).reason, "function too short (4 bytes)");
+  // mov x16, x0; br x16: without bti nothing says where it lands.
+  EXPECT_EQ(a64_plan(a64_words({0xaa0003f0, 0xd61f0200})).reason,
+            "indirect jump at 0x400004 (targets unknown)");
+  EXPECT_TRUE(a64_plan(a64_words({kBtiC, 0xaa0003f0, 0xd61f0200})).ok);
+  EXPECT_EQ(a64_plan(a64_words({kStp, kRet}), kA64Entry + 0x10000000).reason,
+            "trampoline out of reach of a b");
+  // A cold part at 0x600000: b 0x400004
+  const std::vector<uint8_t> cold = a64_words({0x17f80001});
+  const CodeRange part{cold, 0x600000};
+  EXPECT_EQ(a64_plan(a64_words({kBtiC, kStp, kRet}), kA64Trampoline, {&part, 1}).reason,
+            "branch into the patched bytes at 0x400004 from 0x600000");
+  EXPECT_TRUE(a64_plan(a64_words({kStp, kRet}), kA64Trampoline, {&part, 1}).ok);
 }
 
 }  // namespace
