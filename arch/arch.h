@@ -3,7 +3,8 @@
 // instruction and where the pc is when a trap is reported, the system call and
 // function call conventions, the code functracer writes into the tracee (the header
 // of an out-of-line area, the stub of returns handled in the process), PLT stub
-// decoding, the relocator and the parameter registers of the C calling convention.
+// decoding, the relocator, the entry patch analysis and the parameter registers of
+// the C calling convention.
 //
 // Why a table of constants and function pointers rather than an abstract class: the
 // description of an architecture is data (byte strings, register numbers, offsets)
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "arch/calling_convention.h"
+#include "arch/entry_patch.h"
 #include "arch/plt.h"
 #include "arch/relocation.h"
 #include "arch/recorder_stubs.h"
@@ -127,6 +129,10 @@ struct Traits {
   Relocation relocate_at(std::span<const uint8_t> code, RemoteAddr insn, RemoteAddr slot) const {
     return relocate(code, insn.value(), slot.value());
   }
+
+  // Whether a function's entry can be replaced by a jump to a trampoline, and the
+  // patch and the relocated instructions if so (arch/entry_patch.h).
+  EntryPatch (*plan_entry_patch)(const EntryPatchRequest& request);
 
   // Parameter registers of the platform C calling convention (arch/calling_convention.h).
   ArgRegisters (*arg_registers)(const FunctionType& fn);

@@ -46,6 +46,7 @@ const Traits kAArch64Traits = {
     .plt_max_stub_size = 24,  // 16 bytes, 24 with BTI
     .decode_plt = decode_plt_aarch64,
     .relocate = relocate_aarch64,
+    .plan_entry_patch = plan_entry_patch_aarch64,
     .arg_registers = arg_registers_aarch64,
 };
 

@@ -17,7 +17,7 @@ trap 'rm -rf "$scratch"' EXIT
 
 export LSAN_OPTIONS="suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 status=0
-for target in trace elf relocator; do
+for target in trace elf relocator entry_patch; do
   seeds=("$here/corpus/$target")
   asan_options="${ASAN_OPTIONS:-}"
   case "$target" in

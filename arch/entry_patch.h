@@ -1,0 +1,89 @@
+// Whether a function's entry can be patched with a jump, and what the patch is.
+//
+// The breakpoint path costs one ptrace stop per call. The in-process path replaces
+// the first instructions of a function (the patch window) by a `jmp rel32` to a
+// per-function trampoline in the out-of-line area; the trampoline records the call,
+// runs a relocated copy of the window's instructions and jumps back to the first
+// instruction after the window. That is only correct when nothing else in the program
+// can execute the window's bytes one by one, so the analysis here decides, on the
+// function's whole body, whether it is provably safe:
+//
+//  - the window is whole instructions covering the jump, inside the function;
+//  - no branch of the function (direct jmp/jcc/call/loop, decoded linearly over the
+//    symbol's size), of its other parts (GCC's foo.cold) or from the caller's list of
+//    known targets (exception landing pads, other symbols) lands inside the window;
+//    the entry itself is fine: a branch to it runs the patch like a call does;
+//  - an indirect jump makes the targets unknown and is refused, unless the code is
+//    built for IBT (see arch/x86_64/entry_patch.cc), and bytes that do not decode are
+//    refused: linear decoding can no longer be trusted to have seen every branch;
+//  - every window instruction runs the same from the trampoline: RIP-relative operands
+//    and relative jumps are re-encoded for the copy's address; calls (a return address
+//    inside the trampoline breaks unwinding and exceptions), returns, traps, system
+//    calls and privileged instructions are refused.
+//
+// What the analysis cannot see and the caller must ensure: no thread's pc inside the
+// window when the patch is written (all threads stopped, pcs moved), and no code
+// outside the given ranges jumping into the function's middle.
+//
+// Pure code, no tracee access: the caller reads the bytes and writes the patch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ft::arch {
+
+// Code whose branches are checked against the window too (foo.cold).
+struct CodeRange {
+  std::span<const uint8_t> bytes;
+  uint64_t addr = 0;  // run-time address of bytes[0]
+};
+
+struct EntryPatchRequest {
+  std::span<const uint8_t> function;   // the whole body: symbol address, symbol size
+  uint64_t entry = 0;                  // run-time address of function[0]
+  uint64_t trampoline = 0;             // where the jump at the entry goes
+  uint64_t copy = 0;                   // where the relocated window will run
+  std::span<const uint64_t> branch_targets;  // other known targets (landing pads, ...)
+  std::span<const CodeRange> other_parts;    // other code of the function (.cold)
+};
+
+// Where a window instruction is in the relocated copy, as offsets from the entry and
+// from the copy's start: a thread stopped at `from` when the patch is written goes on
+// at `to`.
+struct MovedPc {
+  unsigned from = 0;
+  unsigned to = 0;
+  bool operator==(const MovedPc&) const = default;
+};
+
+struct EntryPatch {
+  bool ok = false;
+  std::string reason;  // !ok: why, in a few words, for `--stats -d`
+
+  // ok: the window is [entry, entry + window_length). Instructions that must stay at
+  // the entry (x86-64 endbr64, the landing pad of indirect calls under IBT) are kept:
+  // the jump is written at entry + patch_offset.
+  unsigned patch_offset = 0;
+  unsigned window_length = 0;
+  std::vector<uint8_t> original;   // the bytes at entry + patch_offset the patch replaces
+  std::vector<uint8_t> patch;      // same length: the jump to the trampoline, then padding
+  std::vector<uint8_t> relocated;  // for `copy`: the window from patch_offset, re-encoded,
+                                   // ending in a jump to entry + window_length
+  std::vector<MovedPc> moved_pcs;  // every window instruction from patch_offset, in order
+
+  uint64_t patch_addr(uint64_t entry) const { return entry + patch_offset; }
+};
+
+inline EntryPatch refuse_entry_patch(std::string reason) {
+  EntryPatch p;
+  p.reason = std::move(reason);
+  return p;
+}
+
+EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& request);
+EntryPatch plan_entry_patch_aarch64(const EntryPatchRequest& request);
+
+}  // namespace ft::arch
