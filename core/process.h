@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "arch/registers.h"
 #include "core/address_space.h"
 #include "core/call_stack.h"
 #include "core/remote_memory.h"
@@ -45,6 +46,10 @@ struct Thread {
   // The word at sp_word_at (the thread's sp at this stop), read with the records.
   bool sp_word_valid = false;
   uint64_t sp_word_at = 0, sp_word = 0;
+  // Its exit stop was seen (PTRACE_EVENT_EXIT), with the registers it ended with
+  // (memory_snapshot.h).
+  bool exit_seen = false;
+  Registers exit_regs{};
 };
 
 class Process {
