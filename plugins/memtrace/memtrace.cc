@@ -565,9 +565,9 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
 
 // The leak scan (functracer/leak_scan.h) at the process's end and before a detach.
 // Roots: every readable and writable mapping except the allocator's heap (the
-// [heap], glibc's per-thread arenas, any mapping holding a live block) and the
-// stacks, which are scanned from each thread's stack pointer up; plus every
-// thread's registers. Thread-local storage lies in those mappings (the main
+// [heap], glibc's per-thread arenas: released blocks there keep stale pointers),
+// the live blocks themselves, and the stacks, which are scanned from each thread's
+// stack pointer up; plus every thread's registers. Thread-local storage lies in those mappings (the main
 // thread's in an anonymous one, the others' at the top of their stacks). After an
 // attach, blocks allocated before it are unknown and may hold the only pointer to
 // a block made since: the heap outside the known blocks is then a root too (so
@@ -616,18 +616,15 @@ void on_snapshot(void*, ft_ctx* ctx, const ft_snapshot* snap) {
     if (!r.readable || !r.writable || holds_sp(r)) continue;
     auto first = std::lower_bound(blocks.begin(), blocks.end(), r.start,
                                   [](const Scanner::Block& b, uint64_t a) { return b.address < a; });
-    bool has_blocks = first != blocks.end() && first->address < r.end;
-    if (std::strcmp(r.path, "[heap]") == 0 || has_blocks || is_arena(snap, i)) {
-      if (!ps.attached) continue;
-      uint64_t at = r.start;
-      for (auto b = first; b != blocks.end() && b->address < r.end; ++b) {
-        if (b->address > at) scan.scan_range(at, b->address, read);
-        at = std::max(at, b->address + b->size);
-      }
-      if (at < r.end) scan.scan_range(at, r.end, read);
-      continue;
+    if ((std::strcmp(r.path, "[heap]") == 0 || is_arena(snap, i)) && !ps.attached) continue;
+    // Around the blocks: a block is scanned when it is reached. (A block the
+    // allocator mapped on its own shares its region with the mappings next to it.)
+    uint64_t at = r.start;
+    for (auto b = first; b != blocks.end() && b->address < r.end; ++b) {
+      if (b->address > at) scan.scan_range(at, b->address, read);
+      at = std::max(at, b->address + b->size);
     }
-    scan.scan_range(r.start, r.end, read);
+    if (at < r.end) scan.scan_range(at, r.end, read);
   }
   for (size_t t = 0; t < snap->nthreads; ++t) {
     const ft_snapshot_thread& th = snap->threads[t];

@@ -45,6 +45,14 @@ char* volatile g_interior;           /* 40 bytes into a 100-byte block */
 static __thread void* volatile t_main_block; /* 300 bytes */
 static __thread void* volatile t_thread_block; /* 600 bytes, the other thread's */
 static sem_t ready;
+/* Each pointer passes through here once, so that the compiler must make every block;
+ * it is cleared again at once. */
+void* volatile g_sink;
+
+static void drop(void* p) {
+  g_sink = p;
+  g_sink = NULL;
+}
 
 TRACED void leak_plain(void) {
   void* volatile p = malloc(500);
@@ -59,6 +67,7 @@ TRACED void leak_list(void) {
     n->next = head;
     head = n;
   }
+  drop(head);
 }
 
 TRACED void leak_cycle(void) {
@@ -71,6 +80,7 @@ TRACED void leak_cycle(void) {
   a[0] = b;
   b[0] = c;
   c[0] = a;
+  drop(a);
 }
 
 TRACED void leak_through_freed(void) {
@@ -78,6 +88,7 @@ TRACED void leak_through_freed(void) {
   memset(holder, 0, 256);
   holder[3] = malloc(520);
   memset(holder[3], 2, 520);
+  drop(holder[3]);
   free(holder);
 }
 
