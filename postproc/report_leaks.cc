@@ -29,12 +29,19 @@ constexpr size_t kReachable = static_cast<size_t>(LeakKind::kReachable);
 
 size_t order_of(size_t kind) { return static_cast<size_t>(std::find(std::begin(kOrder), std::end(kOrder), kind) - std::begin(kOrder)); }
 
+// The replay reads every trace again and says what is wrong with it, once.
+class Quiet : public Diagnostics {
+ public:
+  void warning(std::string_view) override {}
+};
+
 // The last leak scan of each trace: the blocks it found lost, by address.
 struct Scan {
   std::unordered_map<uint64_t, LeakKind> lost;
 };
 
-Result<std::map<std::string, Scan>> read_scans(const std::vector<std::string>& traces, Diagnostics& diag) {
+Result<std::map<std::string, Scan>> read_scans(const std::vector<std::string>& traces) {
+  Quiet diag;
   std::map<std::string, Scan> scans;
   for (const std::string& path : traces) {
     auto reader = TraceReader::open(path, diag);
@@ -89,6 +96,17 @@ class KindCounter : public HeapObserver {
   std::vector<HeapCounts> counts_[kKindSlots];
 };
 
+LeakGroup leak_group(SelectedGroup<HeapCounts>& g, size_t kind) {
+  LeakGroup lg;
+  lg.mangled = std::move(g.head.mangled);
+  lg.function = std::move(g.head.function);
+  lg.bytes = g.counts.leaked_bytes;
+  lg.blocks = g.counts.leaked_blocks;
+  lg.kind = kind;
+  lg.frames = std::move(g.frames);
+  return lg;
+}
+
 }  // namespace
 
 Result<uint32_t> parse_leak_kinds(const std::string& list) {
@@ -127,10 +145,9 @@ Result<LeakReport> compute_leaks(const std::vector<std::string>& traces, const L
   if (options.sort == LeakSort::kBlocks) {
     rank = [](const HeapCounts& c) { return std::pair(c.leaked_blocks, c.leaked_bytes); };
   }
-  OnceDiagnostics once(diag);
-  auto scans = read_scans(traces, once);
+  auto scans = read_scans(traces);
   if (!scans) return scans.error();
-  if (!scans->empty()) return compute_leak_kinds(traces, options, *scans, rank, once);
+  if (!scans->empty()) return compute_leak_kinds(traces, options, *scans, rank, diag);
   auto ranked = rank_groups(traces, options.replay, options.resolve, options.filter, rank,
                             options.top, diag);
   if (!ranked) return ranked.error();
@@ -145,15 +162,7 @@ Result<LeakReport> compute_leaks(const std::vector<std::string>& traces, const L
   report.suppressed_bytes = sel.suppressed.leaked_bytes;
   report.suppressed_blocks = sel.suppressed.leaked_blocks;
   report.suppressed_groups = sel.suppressed_groups;
-  for (SelectedGroup<HeapCounts>& g : sel.groups) {
-    LeakGroup lg;
-    lg.mangled = std::move(g.head.mangled);
-    lg.function = std::move(g.head.function);
-    lg.bytes = g.counts.leaked_bytes;
-    lg.blocks = g.counts.leaked_blocks;
-    lg.frames = std::move(g.frames);
-    report.groups.push_back(std::move(lg));
-  }
+  for (SelectedGroup<HeapCounts>& g : sel.groups) report.groups.push_back(leak_group(g, kNoKind));
   return report;
 }
 
@@ -181,16 +190,7 @@ Result<LeakReport> compute_leak_kinds(const std::vector<std::string>& traces, co
     bool listed = kind == kNoKind || !options.kinds || (*options.kinds >> kind) & 1;
     if (!listed) continue;
     report.groups_total += sel.groups_total;
-    for (SelectedGroup<HeapCounts>& g : sel.groups) {
-      LeakGroup lg;
-      lg.mangled = std::move(g.head.mangled);
-      lg.function = std::move(g.head.function);
-      lg.bytes = g.counts.leaked_bytes;
-      lg.blocks = g.counts.leaked_blocks;
-      lg.kind = kind;
-      lg.frames = std::move(g.frames);
-      report.groups.push_back(std::move(lg));
-    }
+    for (SelectedGroup<HeapCounts>& g : sel.groups) report.groups.push_back(leak_group(g, kind));
   }
   // Largest first over every kind (the JSON contract); equal ones in listing order.
   auto key = [&](const LeakGroup& g) {

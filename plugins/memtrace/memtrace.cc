@@ -593,7 +593,9 @@ bool is_arena(const ft_snapshot* snap, size_t i) {
 
 void on_snapshot(void*, ft_ctx* ctx, const ft_snapshot* snap) {
   auto it = processes.find(host->pid(ctx));
-  if (it == processes.end() || !it->second) return;
+  // A vfork child ending on its parent's memory: the blocks are the parent's, which
+  // its own end scans.
+  if (it == processes.end() || !it->second || it->second.use_count() > 1) return;
   ProcessState& ps = *it->second;
   uint64_t start = now_ns();
   using Scanner = ft::heap::LeakScanner;
