@@ -40,9 +40,17 @@ struct Scan {
   std::unordered_map<uint64_t, LeakKind> lost;
 };
 
-Result<std::map<std::string, Scan>> read_scans(const std::vector<std::string>& traces) {
-  Quiet diag;
+// What a first pass over the traces finds: their leak scans, and the functions the
+// engine could not trace (`untraced`), which make every total incomplete.
+struct FirstPass {
   std::map<std::string, Scan> scans;
+  std::vector<std::string> untraced;  // "TRACE: FUNCTION was not traced (REASON)"
+};
+
+Result<FirstPass> first_pass(const std::vector<std::string>& traces) {
+  Quiet diag;
+  FirstPass pass;
+  auto& scans = pass.scans;
   for (const std::string& path : traces) {
     auto reader = TraceReader::open(path, diag);
     if (!reader) return reader.error();
@@ -51,6 +59,11 @@ Result<std::map<std::string, Scan>> read_scans(const std::vector<std::string>& t
       if (r->type == schema::type::kLeakScan) {
         scan = &scans[path];
         scan->lost.clear();
+      } else if (r->type == schema::type::kUntraced) {
+        const std::string* fn = r->get_str(schema::key::kFunction);
+        const std::string* why = r->get_str(schema::key::kReason);
+        pass.untraced.push_back(path + ": " + (fn ? *fn : std::string("a function")) + " was not traced (" +
+                                (why ? *why : std::string("refused")) + ")");
       } else if (r->type == schema::type::kLeak && scan) {
         auto l = schema::LeakRecord::read(*r);
         if (!l) continue;
@@ -59,7 +72,7 @@ Result<std::map<std::string, Scan>> read_scans(const std::vector<std::string>& t
       }
     }
   }
-  return scans;
+  return pass;
 }
 
 // Blocks live at the end, per kind and site.
@@ -145,9 +158,10 @@ Result<LeakReport> compute_leaks(const std::vector<std::string>& traces, const L
   if (options.sort == LeakSort::kBlocks) {
     rank = [](const HeapCounts& c) { return std::pair(c.leaked_blocks, c.leaked_bytes); };
   }
-  auto scans = read_scans(traces);
-  if (!scans) return scans.error();
-  if (!scans->empty()) return compute_leak_kinds(traces, options, *scans, rank, diag);
+  auto pass = first_pass(traces);
+  if (!pass) return pass.error();
+  for (const std::string& gap : pass->untraced) diag.warning(gap + ": the totals are incomplete");
+  if (!pass->scans.empty()) return compute_leak_kinds(traces, options, pass->scans, rank, diag);
   auto ranked = rank_groups(traces, options.replay, options.resolve, options.filter, rank,
                             options.top, diag);
   if (!ranked) return ranked.error();

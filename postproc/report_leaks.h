@@ -32,6 +32,10 @@
 // values are null. A frame whose code was inlined expands to several frames with the
 // same address, innermost first, all but the last with "inlined": true.
 //
+// A trace that says a function could not be traced (an `untraced` record: another
+// tool's breakpoint on it, an instruction that cannot be relocated) gets a warning
+// that the totals are incomplete.
+//
 // --error-exitcode=N: the report exits N when lost blocks (definitely, indirectly or
 // possibly lost, or without a kind) remain that are not suppressed.
 #pragma once

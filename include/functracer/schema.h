@@ -46,6 +46,7 @@ inline constexpr char kKilled[] = "killed";
 inline constexpr char kDetach[] = "detach";
 inline constexpr char kLost[] = "lost";
 inline constexpr char kStats[] = "stats";
+inline constexpr char kUntraced[] = "untraced";
 // calls (section 3.3)
 inline constexpr char kCall[] = "call";
 inline constexpr char kReturn[] = "return";

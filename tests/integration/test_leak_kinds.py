@@ -14,6 +14,10 @@ usage: test_leak_kinds.py LEAK_KINDS_EXE...
   * The same comparison with valgrind for sort, ls -l, sed, find, python3 -c.
   * A trace without a leak scan (tests/unit/data/leaks-basic.trace) reports as it
     always did: no "kinds", no "kind".
+  * A uprobe of bpftrace on calloc while memtrace runs: functracer says once that
+    calloc could not be traced and why, the trace has an `untraced` record for it,
+    and the leak report warns that its totals are incomplete (skipped without
+    bpftrace or root).
   * Attach: leak_kinds loop N is attached to while it leaks; at the detach its blocks
     are classified (the list and cycle lost, with backtraces naming the functions
     that made them), and the program runs on to its end unharmed.
@@ -217,6 +221,50 @@ def check_attach(ck, exe, tmp):
             target.communicate()
 
 
+def check_uprobe(ck, exe, tmp):
+    """A uprobe (bpftrace) on calloc while memtrace runs: functracer names calloc and
+    the likely cause, the trace has an untraced record, the leak report warns."""
+    bpftrace = shutil.which("bpftrace")
+    libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    if not bpftrace or os.geteuid() != 0 or not os.path.exists(libc):
+        ck.skip("uprobe", "needs bpftrace, root and " + libc)
+        return
+    probe = subprocess.Popen([bpftrace, "-e", f"uprobe:{libc}:calloc {{ @n = count(); }}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=h._child_setup)
+    try:
+        deadline = time.monotonic() + 30
+        attached = False
+        while time.monotonic() < deadline and probe.poll() is None:
+            line = probe.stdout.readline().decode()
+            if "Attaching" in line:
+                attached = True
+                break
+        if not attached:
+            ck.skip("uprobe", "bpftrace could not attach its uprobe here")
+            return
+        time.sleep(0.5)
+        out = os.path.join(tmp, "uprobe")
+        r = h.run([h.functracer(), "-e", "memtrace", "-o", out, exe], timeout=h.TRACED_TIMEOUT)
+        ck.check(r.status == 0, f"uprobe: functracer run\n{r.describe()}")
+        ck.check(re.search(r"cannot trace calloc: .*uprobe of bpftrace or perf", r.err),
+                 f"uprobe: functracer does not say calloc is missing because of a uprobe\n{r.err}")
+        ck.check(len(re.findall(r"cannot trace calloc", r.err)) == 1, f"uprobe: said more than once\n{r.err}")
+        files = h.trace_files(out)
+        text = "".join(open(f, errors="replace").read() for f in files)
+        ck.check(re.search(r' untraced function="calloc" address=0x[0-9a-f]+ reason="int3', text),
+                 "uprobe: no untraced record for calloc in the trace")
+        rep = h.run_postproc(["leaks"] + files)
+        ck.check(re.search(r"calloc was not traced .*the totals are incomplete", rep.err),
+                 f"uprobe: the leak report does not warn\n{rep.describe()}")
+    finally:
+        probe.send_signal(signal.SIGINT)
+        try:
+            probe.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            probe.kill()
+            probe.communicate()
+
+
 def main():
     ck = h.Checker("leak-kinds")
     h.require_tools("leak-kinds", ["valgrind"], "valgrind")
@@ -229,6 +277,7 @@ def main():
         for exe in sys.argv[1:]:
             check_program(ck, exe, env, tmp)
         check_attach(ck, sys.argv[1], tmp)
+        check_uprobe(ck, sys.argv[1], tmp)
         check_real_programs(ck, env, tmp)
     ck.finish()
 
