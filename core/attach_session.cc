@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "core/instrumentation.h"
 #include "core/log.h"
+#include "core/memory_snapshot.h"
 #include "core/ptrace.h"
 #include "core/wait_status.h"
 #include "functracer/schema.h"
@@ -96,7 +97,7 @@ Status AttachSession::seize_threads(Process& p) {
     added = false;
     for (pid_t tid : task_ids(p.pid())) {
       if (!tried.insert(tid).second) continue;
-      if (auto s = ptrace::seize(tid, kAttachOptions); !s) {
+      if (auto s = ptrace::seize(tid, kAttachOptions | (host_.wants_snapshots() ? PTRACE_O_TRACEEXIT : 0)); !s) {
         if (tid != p.pid()) continue;  // gone, or attached already as the child of a seized thread
         int err = s.error().code;
         if (err == EPERM) {
@@ -269,6 +270,7 @@ void AttachSession::detach_all() {
 
 void AttachSession::detach_process(Process& p) {
   returns_.drain(p);
+  snapshot_before_detach(host_, p, stats_);
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads()) {
     if (p.space.trampoline.null()) break;

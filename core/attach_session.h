@@ -23,6 +23,7 @@
 #include "arch/registers.h"
 #include "common/result.h"
 #include "core/event_reporter.h"
+#include "core/plugin_host.h"
 #include "core/process_table.h"
 #include "core/procfs.h"
 #include "core/return_hooks.h"
@@ -49,8 +50,9 @@ class AttachSession {
     ~Engine() = default;
   };
 
-  AttachSession(ProcessTable& procs, StopQueue& stops, EventReporter& report, ReturnHooks& returns, Engine& engine)
-      : procs_(procs), stops_(stops), report_(report), returns_(returns), engine_(engine) {}
+  AttachSession(ProcessTable& procs, StopQueue& stops, EventReporter& report, ReturnHooks& returns, PluginHost& host,
+                TracerStats& stats, Engine& engine)
+      : procs_(procs), stops_(stops), report_(report), returns_(returns), host_(host), stats_(stats), engine_(engine) {}
 
   // Attaches to the process of pid (or of the thread pid); a process attached already
   // is not attached twice. On failure it is let go of untouched.
@@ -71,6 +73,8 @@ class AttachSession {
   StopQueue& stops_;
   EventReporter& report_;
   ReturnHooks& returns_;
+  PluginHost& host_;    // whether plugins want a snapshot of a process before it is let go of
+  TracerStats& stats_;
   Engine& engine_;
   bool detaching_ = false;
 };

@@ -36,6 +36,8 @@ struct TracerStats {
   uint64_t refused = 0;       // functions that could not be traced safely
   uint64_t fast_frames = 0;   // returns hooked with a thread's stub (fast_return.h)
   uint64_t fast_returns = 0;  // of those, returns handled in the process without a stop
+  uint64_t snapshots = 0;     // process memory handed to plugins at an end or a detach
+  uint64_t snapshot_ns = 0;   // the plugins' time on them
   uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }
 };
 

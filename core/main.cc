@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
     if (s.fast_frames)
       ft::log::error("{} returns hooked in the process, {} of them returned without a stop", s.fast_frames,
                      s.fast_returns);
+    if (s.snapshots)
+      ft::log::error("{} memory snapshot{} handed to plugins (leak scans), {:.3f} s", s.snapshots,
+                     s.snapshots == 1 ? "" : "s", static_cast<double>(s.snapshot_ns) / 1e9);
     const auto& bt = ft::Backtracer::totals();
     if (bt.backtraces)
       ft::log::error("{} backtraces ({:.1f} frames each, {} through frame rules alone), {} stack reads, "

@@ -351,16 +351,19 @@ Status PluginHost::load(const std::string& spec) {
       ::dlclose(h);
       return Error::msg("plugin " + prefix + " has no option '" + it->first.substr(prefix.size() + 1) + "'");
     }
-  if (p->size < sizeof(ft_plugin)) {
+  if (p->size < FT_PLUGIN_MIN_SIZE) {
     uint32_t size = p->size;  // p points into the library
     ::dlclose(h);
     return Error::msg("plugin " + path + " has a plugin table of " + std::to_string(size) +
                       " bytes, API version " + std::to_string(FT_PLUGIN_API_VERSION) + " needs " +
-                      std::to_string(sizeof(ft_plugin)));
+                      std::to_string(FT_PLUGIN_MIN_SIZE));
   }
   if (plugins_.size() >= 64) return Error::msg("too many plugins (at most 64)");
-  plugins_.push_back({h, p, path});
+  // Members past the table's own size are not there: a table made before `snapshot`.
+  auto snapshot = p->size >= offsetof(ft_plugin, snapshot) + sizeof p->snapshot ? p->snapshot : nullptr;
+  plugins_.push_back({h, p, path, false, snapshot});
   if (p->syscall) wants_syscalls_ = true;
+  if (snapshot) wants_snapshots_ = true;
   return {};
 }
 
@@ -440,6 +443,11 @@ void PluginHost::unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason
 void PluginHost::event(ft_ctx& ctx, const ft_event& ev) {
   for (size_t i = 0; i < plugins_.size(); ++i)
     if (const ft_plugin* p = plugins_[i].plugin; p->event) guarded(i, "event", [&] { p->event(p->data, &ctx, &ev); });
+}
+
+void PluginHost::snapshot(ft_ctx& ctx, const ft_snapshot& snap) {
+  for (size_t i = 0; i < plugins_.size(); ++i)
+    if (auto fn = plugins_[i].snapshot) guarded(i, "snapshot", [&] { fn(plugins_[i].plugin->data, &ctx, &snap); });
 }
 
 void PluginHost::finish() {

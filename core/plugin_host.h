@@ -69,6 +69,9 @@ class PluginHost {
   void ret(ft_ctx& ctx, const FunctionInfo& fn);
   void unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason);
   void event(ft_ctx& ctx, const ft_event& ev);
+  // Some plugin wants the process's memory at its end and before a detach.
+  bool wants_snapshots() const { return wants_snapshots_; }
+  void snapshot(ft_ctx& ctx, const ft_snapshot& snap);
   void finish();
 
   // Writes a record to ctx's process trace (or nothing when streaming).
@@ -93,6 +96,7 @@ class PluginHost {
     const ft_plugin* plugin = nullptr;
     std::string path;
     bool dead = false;  // crashed: not called again
+    decltype(ft_plugin::snapshot) snapshot = nullptr;  // NULL too when the table predates it
   };
   template <class F>
   void guarded(size_t i, const char* callback, F&& f);
@@ -104,6 +108,7 @@ class PluginHost {
   mutable std::set<std::string> asked_;  // options some plugin looked up
   bool streaming_ = false;
   bool wants_syscalls_ = false;
+  bool wants_snapshots_ = false;
 };
 
 // The host of the running session (the C callbacks find it here).

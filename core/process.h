@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "arch/registers.h"
 #include "core/address_space.h"
 #include "core/call_stack.h"
 #include "core/remote_memory.h"
@@ -46,6 +47,10 @@ struct Thread {
   bool sp_word_valid = false;
   RemoteAddr sp_word_at;
   uint64_t sp_word = 0;
+  // Its exit stop was seen (PTRACE_EVENT_EXIT), with the registers it ended with
+  // (memory_snapshot.h).
+  bool exit_seen = false;
+  Registers exit_regs{};
 };
 
 class Process {

@@ -22,6 +22,7 @@
 #include "common/signal_names.h"
 #include "core/instrumentation.h"
 #include "core/log.h"
+#include "core/memory_snapshot.h"
 #include "functracer/schema.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
@@ -186,6 +187,10 @@ void Tracer::handle_status(pid_t tid, int status) {
           return;
         case PTRACE_EVENT_EXEC:
           handle_exec(*t);
+          return;
+        case PTRACE_EVENT_EXIT:
+          snapshot_at_exit_stop(host_, *t->process, *t, stats_);
+          resume(*t);
           return;
         default:
           resume(*t);

@@ -159,7 +159,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   TracerStats stats_;
   EventReporter report_{opts_, host_, procs_, stats_};
   ReturnHooks returns_{injector_, report_, stats_};
-  AttachSession session_{procs_, stops_, report_, returns_, *this};
+  AttachSession session_{procs_, stops_, report_, returns_, host_, stats_, *this};
 };
 
 }  // namespace ft

@@ -19,6 +19,7 @@
 #include "common/demangle.h"
 #include "common/load_bias.h"
 #include "core/log.h"
+#include "core/untraced.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
@@ -277,7 +278,7 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
   auto rel = arch::host().relocate_at({code, *got}, addr, slot);
   if (rel.kind == arch::Relocation::Kind::Refuse) {
     ++stats_.refused;
-    log::warn("cannot trace {} at {:#x}: {} ({})", what, addr.value(), rel.reason, rel.text.empty() ? "undecodable" : rel.text);
+    report_untraced(p, what, addr.value(), rel.reason + " (" + (rel.text.empty() ? "undecodable" : rel.text) + ")");
     return nullptr;
   }
   FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr.value(), rel.text,

@@ -210,7 +210,8 @@ Result<pid_t> Tracer::spawn() {
   ::close(go[0]);
   ::close(err[1]);
   unsigned long options = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
-                          PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
+                          PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL |
+                          (host_.wants_snapshots() ? PTRACE_O_TRACEEXIT : 0);
   if (auto s = ptrace::seize(pid, options); !s) {
     ::kill(pid, SIGKILL);
     (void)stops_.reap(pid);

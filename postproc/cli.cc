@@ -1,4 +1,5 @@
 #include "postproc/cli.h"
+#include "postproc/report_leaks.h"
 
 #include <charconv>
 #include <optional>
@@ -51,6 +52,8 @@ constexpr OptionSpec kOptions[] = {
     {"--suppressions", 0, "a file name", kAcceptsGroupFilters},
     {"--sysroot", 0, "a directory", kAcceptsResolve},
     {"--debug-dir", 0, "a directory", kAcceptsResolve},
+    {"--kinds", 0, "a list of leak kinds", kAcceptsLeakKinds},
+    {"--error-exitcode", 0, "an exit status", kAcceptsLeakKinds},
 };
 
 const OptionSpec* find_option(std::string_view name) {
@@ -104,6 +107,9 @@ std::string usage_text() {
       "      --suppressions=FILE  leave out backtraces matching FILE's leak:PATTERN lines\n"
       "      --sysroot=DIR     find the traced modules under DIR (traces from elsewhere)\n"
       "      --debug-dir=DIR   also look for separate debug files in DIR\n"
+      "      --kinds=LIST      leak kinds listed: definite,indirect,possible,reachable\n"
+      "                        (all, none; leaks of traces with a leak scan)\n"
+      "      --error-exitcode=N  exit N when lost blocks remain (leaks)\n"
       "  -h, --help            show this help\n"
       "\n"
       "Exit status: 0 on success (also when a trace was cut short: a warning says so),\n"
@@ -206,6 +212,13 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
       o.resolve.sysroot = value;
     } else if (n == "--debug-dir") {
       o.resolve.debug_dirs.push_back(value);
+    } else if (n == "--kinds") {
+      if (auto k = parse_leak_kinds(value); !k) return Error::msg("option '--kinds': " + k.error().message);
+      o.leak_kinds = value;
+    } else if (n == "--error-exitcode") {
+      o.error_exitcode = positive(value);
+      if (!o.error_exitcode || *o.error_exitcode > 255)
+        return Error::msg("option '--error-exitcode' needs an exit status (1..255), not '" + value + "'");
     }
   }
 

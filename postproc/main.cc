@@ -116,11 +116,13 @@ int main(int argc, char** argv) {
     file = output_file.file();
   }
   int status = 0;
+  int asked = 0;  // the report's own exit status (leaks --error-exitcode)
   {
     Output out(file);
     StderrDiagnostics diag;
     ft::Status st = cl->report->run(cl->options, out, diag);
     ft::Status written = out.finish();
+    if (st && written) asked = out.exit_status();
     if (!st) {
       status = fail(st.error().message);
     } else if (!written) {
@@ -136,5 +138,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "functracer-postproc: %s profile written to %s\n",
                  std::string(cl->report->name).c_str(), cl->output.c_str());
   }
-  return status;
+  return status != 0 ? status : asked;
 }

@@ -38,7 +38,7 @@ constexpr uint32_t kHeap = kAcceptsJson | kAcceptsTid | kAcceptsBlockFilters |
 
 constexpr ReportSpec kReports[] = {
     {"leaks", "heap blocks never freed, grouped by backtrace, with file:line", report_leaks,
-     kHeap | kAcceptsTop | kAcceptsAt, kLeakSortKeys},
+     kHeap | kAcceptsTop | kAcceptsAt | kAcceptsLeakKinds, kLeakSortKeys},
     {"peak", "the highest live heap of each process, when, and what held it", report_peak,
      kHeap | kAcceptsTop, {}},
     {"temporary", "allocations freed right after being made, by backtrace", report_temporary,

@@ -40,6 +40,8 @@ struct ReportOptions {
   std::vector<std::string> functions;     // --function GLOB
   std::vector<std::string> suppressions;  // --suppressions FILE
   ResolveOptions resolve;                 // --sysroot DIR, --debug-dir DIR
+  std::string leak_kinds;                 // --kinds LIST (leaks)
+  std::optional<int64_t> error_exitcode;  // --error-exitcode N (leaks)
 };
 
 // The block filters and --at of a heap report.
@@ -70,6 +72,9 @@ class Output {
   // Flushes to the stream; the error names what failed (e.g. a full disk).
   Status finish();
   const std::string& text() const { return buf_; }
+  // The exit status the report asks for once written (leaks --error-exitcode).
+  void set_exit_status(int status) { exit_status_ = status; }
+  int exit_status() const { return exit_status_; }
 
  private:
   static constexpr size_t kFlushBytes = 1 << 16;
@@ -79,6 +84,7 @@ class Output {
   std::string buf_;
   bool failed_ = false;
   int errno_ = 0;
+  int exit_status_ = 0;
 };
 
 using ReportFn = Status (*)(const ReportOptions&, Output&, Diagnostics&);
@@ -94,6 +100,7 @@ enum ReportAccepts : uint32_t {
   kAcceptsAt = 1 << 6,            // --at
   kAcceptsResolve = 1 << 7,       // --sysroot, --debug-dir
   kAcceptsSvg = 1 << 8,           // --svg
+  kAcceptsLeakKinds = 1 << 9,     // --kinds, --error-exitcode
 };
 
 struct ReportSpec {

@@ -209,6 +209,37 @@ typedef struct ft_host_api {
   int (*thread_pid)(ft_ctx *ctx);
 } ft_host_api;
 
+/* A traced process's memory at a moment it is about to be lost to functracer: at
+ * its end (the exit stop of its last thread, after atexit handlers and destructors
+ * ran, before the kernel releases the address space) or just before a detach. For
+ * plugins that look at the whole memory at once (memtrace's leak scan). The memory
+ * is read with host->read_memory on the snapshot's context; every thread of the
+ * process is stopped or gone while the callback runs. */
+typedef struct ft_snapshot_thread {
+  int tid;
+  ft_addr sp;            /* its stack pointer (at its exit stop, for a thread gone) */
+  ft_addr stack_end;     /* end of the mapping that holds sp, 0 if none does */
+  const uint64_t *regs;  /* its general-purpose registers (x86-64: struct
+                            user_regs_struct, as 64-bit words), NULL for a thread whose
+                            registers are gone */
+  size_t nregs;
+} ft_snapshot_thread;
+
+typedef struct ft_snapshot_region {
+  ft_addr start, end;    /* a mapping of /proc/PID/maps, end exclusive */
+  uint64_t offset;       /* file offset of start */
+  int readable, writable, executable;
+  const char *path;      /* "" for anonymous memory, "[heap]", "[stack]", a file */
+} ft_snapshot_region;
+
+typedef struct ft_snapshot {
+  const char *reason;    /* "exit" or "detach" */
+  const ft_snapshot_thread *threads;
+  size_t nthreads;
+  const ft_snapshot_region *regions; /* in address order */
+  size_t nregions;
+} ft_snapshot;
+
 /* What a plugin gives functracer. Unused callbacks may be NULL. */
 typedef struct ft_plugin {
   uint32_t api_version; /* must be FT_PLUGIN_API_VERSION */
@@ -232,7 +263,14 @@ typedef struct ft_plugin {
   void (*syscall)(void *data, ft_ctx *ctx, const ft_syscall *sc);
   /* End of the session (all processes gone or detached). */
   void (*finish)(void *data);
+  /* The process's memory at its end or before a detach (ft_snapshot). Added to
+   * version 2 after its first release: a table whose size ends before this member
+   * is still loaded, without it. Having it makes every thread's exit one more stop. */
+  void (*snapshot)(void *data, ft_ctx *ctx, const ft_snapshot *snap);
 } ft_plugin;
+
+/* The size of a version-2 plugin table without `snapshot`: the smallest accepted. */
+#define FT_PLUGIN_MIN_SIZE (offsetof(ft_plugin, snapshot))
 
 typedef const ft_plugin *(*ft_plugin_init_fn)(const ft_host_api *host);
 #define FT_PLUGIN_INIT_SYMBOL "functracer_plugin_init"

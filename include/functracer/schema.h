@@ -46,6 +46,7 @@ inline constexpr char kKilled[] = "killed";
 inline constexpr char kDetach[] = "detach";
 inline constexpr char kLost[] = "lost";
 inline constexpr char kStats[] = "stats";
+inline constexpr char kUntraced[] = "untraced";
 // calls (section 3.3)
 inline constexpr char kCall[] = "call";
 inline constexpr char kReturn[] = "return";
@@ -57,6 +58,8 @@ inline constexpr char kAllocFailed[] = "alloc_failed";
 inline constexpr char kBadFree[] = "bad_free";
 inline constexpr char kMap[] = "map";
 inline constexpr char kUnmap[] = "unmap";
+inline constexpr char kLeakScan[] = "leak_scan";
+inline constexpr char kLeak[] = "leak";
 // fileops (section 3.6)
 inline constexpr char kFdOpen[] = "fd_open";
 inline constexpr char kFdClose[] = "fd_close";
@@ -105,6 +108,12 @@ inline constexpr char kDeleted[] = "deleted";
 inline constexpr char kParent[] = "parent";
 inline constexpr char kPpid[] = "ppid";
 inline constexpr char kAttached[] = "attached";
+// memtrace's leak scan (section 3.5)
+inline constexpr char kKind[] = "kind";
+inline constexpr char kBlocks[] = "blocks";
+inline constexpr char kBytes[] = "bytes";
+inline constexpr char kRoots[] = "roots";
+inline constexpr char kElapsedNs[] = "elapsed_ns";
 // The string arguments of a call, keyed by the integer argument register (0..5).
 inline constexpr const char* kStr[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
 }  // namespace key
@@ -122,6 +131,14 @@ inline constexpr char kDouble[] = "double";
 inline constexpr char kUnknown[] = "unknown";
 inline constexpr char kAllocator[] = "allocator";
 }  // namespace reason
+
+// The `kind` of a leak record (memcheck's kinds; still reachable blocks get no record).
+namespace leak_kind {
+inline constexpr char kDefinite[] = "definite";
+inline constexpr char kIndirect[] = "indirect";
+inline constexpr char kPossible[] = "possible";
+inline constexpr char kReachable[] = "reachable";
+}  // namespace leak_kind
 
 // A list of hex values (frames, args) borrowed from the record or the writer.
 struct HexSpan {
@@ -192,6 +209,58 @@ struct AllocRecord {
     a.align = detail::count(r, key::kAlign);
     a.frames = detail::list(r, key::kFrames);
     return a;
+  }
+};
+
+// `leak_scan`: the process's memory was scanned for pointers to its live blocks (at
+// its end, `reason` "exit", or before a detach, "detach"); `leak` records for the
+// blocks found lost follow it, every other block live then is still reachable.
+struct LeakScanRecord {
+  static constexpr const char* kType = type::kLeakScan;
+  std::string_view reason;
+  uint64_t blocks = 0, bytes = 0;  // live blocks scanned, their bytes
+  uint64_t roots = 0;              // bytes of root memory read
+  uint64_t elapsed_ns = 0;
+
+  template <class Writer>
+  void write(Writer& w) const {
+    w.str(key::kReason, reason);
+    w.integer(key::kBlocks, detail::clamp_size(blocks));
+    w.integer(key::kBytes, detail::clamp_size(bytes));
+    w.integer(key::kRoots, detail::clamp_size(roots));
+    w.integer(key::kElapsedNs, detail::clamp_size(elapsed_ns));
+  }
+  template <class Reader>
+  static std::optional<LeakScanRecord> read(const Reader& r) {
+    auto reason = detail::str(r, key::kReason);
+    if (!reason) return std::nullopt;
+    LeakScanRecord l;
+    l.reason = *reason;
+    l.blocks = detail::count(r, key::kBlocks);
+    l.bytes = detail::count(r, key::kBytes);
+    l.roots = detail::count(r, key::kRoots);
+    l.elapsed_ns = detail::count(r, key::kElapsedNs);
+    return l;
+  }
+};
+
+// `leak`: a live block the last leak_scan found lost; `kind` is one of leak_kind.
+struct LeakRecord {
+  static constexpr const char* kType = type::kLeak;
+  uint64_t address = 0;
+  std::string_view kind;
+
+  template <class Writer>
+  void write(Writer& w) const {
+    w.hex(key::kAddress, address);
+    w.str(key::kKind, kind);
+  }
+  template <class Reader>
+  static std::optional<LeakRecord> read(const Reader& r) {
+    auto address = r.get_hex(key::kAddress);
+    auto kind = detail::str(r, key::kKind);
+    if (!address || !kind) return std::nullopt;
+    return LeakRecord{*address, *kind};
   }
 };
 

@@ -292,6 +292,7 @@ struct Callbacks {
   decltype(ft_plugin::event) event = nullptr;
   decltype(ft_plugin::syscall) syscall = nullptr;
   decltype(ft_plugin::finish) finish = nullptr;
+  decltype(ft_plugin::snapshot) snapshot = nullptr;
   void* data = nullptr;
 };
 
@@ -310,6 +311,7 @@ inline ft_plugin table(const char* name, const Callbacks& cb = {}) {
   p.event = cb.event;
   p.syscall = cb.syscall;
   p.finish = cb.finish;
+  p.snapshot = cb.snapshot;
   return p;
 }
 

@@ -18,6 +18,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "functracer/heap_model.h"
+#include "functracer/leak_scan.h"
 #include "functracer/plugin.h"
 #include "functracer/schema.h"
 #include "functracer/sdk.h"
@@ -562,6 +564,97 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
   }
 }
 
+// The leak scan (functracer/leak_scan.h) at the process's end and before a detach.
+// Roots: every readable and writable mapping except the allocator's heap (the
+// [heap], glibc's per-thread arenas: released blocks there keep stale pointers),
+// the live blocks themselves, and the stacks, which are scanned from each thread's
+// stack pointer up; plus every thread's registers. Thread-local storage lies in those mappings (the main
+// thread's in an anonymous one, the others' at the top of their stacks). After an
+// attach, blocks allocated before it are unknown and may hold the only pointer to
+// a block made since: the heap outside the known blocks is then a root too (so
+// stale pointers in released memory can only make a lost block look reachable).
+constexpr uint64_t kArenaAlign = 64ull << 20;  // glibc's HEAP_MAX_SIZE on 64-bit
+
+uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool is_arena(const ft_snapshot* snap, size_t i) {
+  const ft_snapshot_region& r = snap->regions[i];
+  if (r.path[0] != 0 || r.start % kArenaAlign != 0) return false;
+  if (r.end - r.start == kArenaAlign) return true;
+  // The rest of the arena's 64 MiB is reserved, without access.
+  if (i + 1 >= snap->nregions) return false;
+  const ft_snapshot_region& next = snap->regions[i + 1];
+  return next.start == r.end && next.path[0] == 0 && !next.readable && !next.writable &&
+         next.end - r.start <= kArenaAlign;
+}
+
+void on_snapshot(void*, ft_ctx* ctx, const ft_snapshot* snap) {
+  auto it = processes.find(host->pid(ctx));
+  // A vfork child ending on its parent's memory: the blocks are the parent's, which
+  // its own end scans.
+  if (it == processes.end() || !it->second || it->second.use_count() > 1) return;
+  ProcessState& ps = *it->second;
+  uint64_t start = now_ns();
+  using Scanner = ft::heap::LeakScanner;
+  std::vector<Scanner::Block> blocks;
+  blocks.reserve(ps.heap.blocks());
+  uint64_t bytes = 0;
+  for (const auto& b : ps.heap.sorted_blocks()) {
+    blocks.push_back({b.address, b.size});
+    bytes += b.size;
+  }
+  auto read = [ctx](uint64_t addr, void* buf, size_t n) { return host->read_memory(ctx, addr, buf, n); };
+  Scanner scan(blocks, read);
+  auto holds_sp = [&](const ft_snapshot_region& r) {
+    for (size_t t = 0; t < snap->nthreads; ++t)
+      if (snap->threads[t].sp >= r.start && snap->threads[t].sp < r.end) return true;
+    return false;
+  };
+  for (size_t i = 0; i < snap->nregions; ++i) {
+    const ft_snapshot_region& r = snap->regions[i];
+    if (!r.readable || !r.writable || holds_sp(r)) continue;
+    auto first = std::lower_bound(blocks.begin(), blocks.end(), r.start,
+                                  [](const Scanner::Block& b, uint64_t a) { return b.address < a; });
+    if ((std::strcmp(r.path, "[heap]") == 0 || is_arena(snap, i)) && !ps.attached) continue;
+    // Around the blocks: a block is scanned when it is reached. (A block the
+    // allocator mapped on its own shares its region with the mappings next to it.)
+    uint64_t at = r.start;
+    for (auto b = first; b != blocks.end() && b->address < r.end; ++b) {
+      if (b->address > at) scan.scan_range(at, b->address, read);
+      at = std::max(at, b->address + b->size);
+    }
+    if (at < r.end) scan.scan_range(at, r.end, read);
+  }
+  for (size_t t = 0; t < snap->nthreads; ++t) {
+    const ft_snapshot_thread& th = snap->threads[t];
+    if (th.stack_end > th.sp) scan.scan_range(th.sp, th.stack_end, read);
+    if (th.regs) scan.scan_words({th.regs, th.nregs});
+  }
+  scan.finish();
+  uint64_t count[4] = {}, sum[4] = {};
+  for (size_t i = 0; i < scan.size(); ++i) {
+    auto k = static_cast<size_t>(scan.kind(i));
+    ++count[k];
+    sum[k] += scan.block(i).size;
+  }
+  sdk::record(host, ctx, schema::LeakScanRecord{snap->reason, blocks.size(), bytes, scan.roots_bytes(), now_ns() - start});
+  for (size_t i = 0; i < scan.size(); ++i)
+    if (auto k = scan.kind(i); k != ft::heap::LeakKind::kReachable)
+      sdk::record(host, ctx, schema::LeakRecord{scan.block(i).address, ft::heap::leak_kind_name(k)});
+  using ft::heap::LeakKind;
+  auto at = [&](LeakKind k) { return static_cast<size_t>(k); };
+  print(ctx,
+        "memtrace: at %s, definitely lost %" PRIu64 " bytes in %" PRIu64 " blocks, indirectly lost %" PRIu64
+        " in %" PRIu64 ", possibly lost %" PRIu64 " in %" PRIu64 ", still reachable %" PRIu64 " in %" PRIu64,
+        snap->reason, sum[at(LeakKind::kDefinite)], count[at(LeakKind::kDefinite)], sum[at(LeakKind::kIndirect)],
+        count[at(LeakKind::kIndirect)], sum[at(LeakKind::kPossible)], count[at(LeakKind::kPossible)],
+        sum[at(LeakKind::kReachable)], count[at(LeakKind::kReachable)]);
+}
+
 void on_module(void*, ft_ctx* ctx, const ft_module* m) {
   ProcessState& ps = process_of(ctx);
   std::erase_if(ps.modules, [&](const Mapping& x) { return x.base < m->end && m->base < x.end; });
@@ -569,7 +662,8 @@ void on_module(void*, ft_ctx* ctx, const ft_module* m) {
 }
 
 const ft_plugin kPlugin = ft::sdk::table(
-    schema::plugin::kMemtrace, {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event});
+    schema::plugin::kMemtrace, {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event,
+                             .snapshot = on_snapshot});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;

@@ -188,7 +188,7 @@ def check_stats(ck, stderr, types, logs):
     stats = [STATS_LINE.match(ln) for ln in lines]
     fast = [FAST_LINE.match(ln) for ln in lines]
     others = [ln for ln, m, fm in zip(lines, stats, fast)
-              if not m and not fm and not re.match(r"^functracer: \d+ backtraces", ln)]
+              if not m and not fm and not re.match(r"^functracer: \d+ (backtraces|memory snapshots?)", ln)]
     ck.check(not others, f"functracer printed more than its summary: {others[:5]}")
     found = [m for m in stats if m]
     if not ck.check(len(found) == 1, f"want one --stats summary line on stderr, got {lines[:5]}"):

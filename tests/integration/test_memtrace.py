@@ -537,6 +537,20 @@ def check_records(ck, run, binary, manifest, records):
                                   f"{[hex(s) for s in sites]} (the program means one)")
 
 
+def merge_kinds(groups):
+    """One group per backtrace: a report with leak kinds splits a backtrace's blocks
+    by kind (as memcheck's loss records are); this test counts blocks per backtrace."""
+    merged = {}
+    for g in groups:
+        key = (g.get("mangled"), tuple(f.get("address") for f in g["frames"]))
+        if key in merged:
+            merged[key]["bytes"] += g["bytes"]
+            merged[key]["blocks"] += g["blocks"]
+        else:
+            merged[key] = dict(g)
+    return list(merged.values())
+
+
 def check_report(ck, run, binary, manifest, records, doc):
     label = run.label
     want_blocks, want_bytes = manifest.total
@@ -554,6 +568,7 @@ def check_report(ck, run, binary, manifest, records, doc):
              f"{label}: groups are not sorted by bytes: {[g['bytes'] for g in groups]}")
     if not run.full:
         return
+    groups = merge_kinds(groups)
 
     res = Resolver(records)
     live_by_site = collections.defaultdict(list)

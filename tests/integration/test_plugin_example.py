@@ -246,6 +246,29 @@ const ft_plugin *functracer_plugin_init(const ft_host_api *h) {
 }
 
 
+BEFORE_SNAPSHOT = """
+#include <stddef.h>
+#include <functracer/plugin.h>
+static const ft_host_api *host;
+static void on_finish(void *data) {
+  (void)data;
+  host->warn("before_snapshot: loaded");
+}
+static ft_plugin plugin = {
+    .api_version = FT_PLUGIN_API_VERSION,
+    .size = offsetof(ft_plugin, snapshot),
+    .name = "before_snapshot",
+    .finish = on_finish,
+    /* beyond .size: must never be called */
+    .snapshot = (void (*)(void *, ft_ctx *, const ft_snapshot *))1,
+};
+const ft_plugin *functracer_plugin_init(const ft_host_api *h) {
+  host = h;
+  return &plugin;
+}
+"""
+
+
 def main():
     if len(sys.argv) != 3:
         sys.stderr.write(__doc__)
@@ -337,6 +360,16 @@ def main():
             check_refused(ck, functracer, "./" + name + ".so", program, tmp,
                           [p.replace("{path}", re.escape("./" + name + ".so")) for p in expect],
                           name)
+
+        # A version-2 table made before `snapshot` was added at its end still loads.
+        c = os.path.join(tmp, "before_snapshot.c")
+        so = os.path.join(tmp, "before_snapshot.so")
+        with open(c, "w", encoding="utf-8") as f:
+            f.write(BEFORE_SNAPSHOT)
+        if compile_plugin(ck, c, so, cflags):
+            res = h.run([functracer, "-e", "./before_snapshot.so", program], cwd=tmp, timeout=RUN_TIMEOUT)
+            ck.check(res.status == 0 and "before_snapshot: loaded" in res.err,
+                     f"a table of offsetof(ft_plugin, snapshot) bytes is refused\n{res.describe()}")
 
     ck.finish()
 

@@ -92,7 +92,7 @@ static void on_finish(void *data) {
 
 static ft_plugin plugin = {
     FT_PLUGIN_API_VERSION, sizeof(ft_plugin), "crashtest", NULL, on_module, on_symbol, on_call, on_ret,
-    NULL, on_event, NULL, on_finish,
+    NULL, on_event, NULL, on_finish, NULL,
 };
 
 const ft_plugin *functracer_plugin_init(const ft_host_api *h) {

@@ -1,0 +1,34 @@
+#include "core/untraced.h"
+
+#include <set>
+
+#include "common/clock.h"
+#include "common/trace_record.h"
+#include "core/log.h"
+#include "functracer/schema.h"
+
+namespace ft {
+
+void report_untraced(Process& p, const std::string& function, uint64_t addr, const std::string& reason) {
+  namespace schema = ft::schema;
+  if (p.trace) {
+    TraceRecord r;
+    r.tid = p.pid();
+    r.ts_ns = monotonic_ns();
+    r.type = schema::type::kUntraced;
+    r.add(schema::key::kFunction, function);
+    r.add(schema::key::kAddress, Hex{addr});
+    r.add(schema::key::kReason, reason);
+    p.trace->write(r);
+  }
+  static std::set<std::string> told;
+  if (!told.insert(function).second) return;
+  if (reason.starts_with("int3"))
+    log::warn("cannot trace {}: another tool has a breakpoint on its first instruction (most likely a uprobe of "
+              "bpftrace or perf); its calls are missing, and reports of this trace say their totals are incomplete",
+              function);
+  else
+    log::warn("cannot trace {} at {:#x}: {}; its calls are missing from the trace", function, addr, reason);
+}
+
+}  // namespace ft
