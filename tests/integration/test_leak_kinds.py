@@ -61,7 +61,7 @@ def valgrind_kinds(cmd, cwd, env):
 def our_kinds(ck, label, cmd, cwd, env, tmp):
     """Runs cmd under functracer -e memtrace; (kinds dict, leaks --json doc, files)."""
     out = os.path.join(tmp, label.replace(" ", "_").replace("/", "_"))
-    r = h.run([h.functracer(), "-q", "--stats", "-e", "memtrace", "-o", out] + cmd, timeout=h.TRACED_TIMEOUT,
+    r = h.run([h.functracer(), "-q", "--stats", "-e", "memtrace", "--uncompressed", "-o", out] + cmd, timeout=h.TRACED_TIMEOUT,
               cwd=cwd, env=env)
     files = h.trace_files(out)
     if not ck.check(len(files) == 1, f"{label}: functracer wrote {len(files)} traces\n{r.describe()}"):
@@ -184,7 +184,7 @@ def check_attach(ck, exe, tmp):
         if not ck.check(want and ready.strip() == "ready", f"{label}: target said {first!r} {ready!r}"):
             return
         out = os.path.join(tmp, "attach")
-        cmd = [h.functracer(), "-q", "-e", "memtrace", "-o", out, "-p", str(target.pid)]
+        cmd = [h.functracer(), "-q", "-e", "memtrace", "--uncompressed", "-o", out, "-p", str(target.pid)]
         tracer = h.attach_window(ck, label, cmd, out, target, 0.2)
         if tracer is None:
             return
@@ -244,7 +244,7 @@ def check_uprobe(ck, exe, tmp):
             return
         time.sleep(0.5)
         out = os.path.join(tmp, "uprobe")
-        r = h.run([h.functracer(), "-e", "memtrace", "-o", out, exe], timeout=h.TRACED_TIMEOUT)
+        r = h.run([h.functracer(), "-e", "memtrace", "--uncompressed", "-o", out, exe], timeout=h.TRACED_TIMEOUT)
         ck.check(r.status == 0, f"uprobe: functracer run\n{r.describe()}")
         ck.check(re.search(r"cannot trace calloc: .*uprobe of bpftrace or perf", r.err),
                  f"uprobe: functracer does not say calloc is missing because of a uprobe\n{r.err}")
