@@ -2,12 +2,16 @@
 // fileops) counts in each trace to warn when its figures cannot be trusted:
 //  - events lost while tracing (`lost` records): the figures may be missing or wrong;
 //  - none of the plugin's records in a trace whose header does not list the plugin:
-//    the trace was recorded without it, which is not the same as "nothing happened".
+//    the trace was recorded without it, which is not the same as "nothing happened";
+//  - functions the engine could not trace (`untraced` records: another tool's
+//    breakpoint was there, an instruction could not be relocated): every total
+//    built from the trace is incomplete.
 // One per replay; begin() at the start of each trace.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/trace_record.h"
 #include "postproc/trace_reader.h"
@@ -20,11 +24,16 @@ class PluginRecords {
   // records, as in "heap figures" and "heap records".
   PluginRecords(const char* plugin, const char* figures) : plugin_(plugin), figures_(figures) {}
 
-  void begin() { records_ = lost_ = 0; }
+  void begin() {
+    records_ = lost_ = 0;
+    untraced_.clear();
+  }
   // One of the plugin's records.
   void count() { ++records_; }
   // A `lost` record: adds the events it says were lost.
   void lost(const TraceRecord& r);
+  // An `untraced` record.
+  void untraced(const TraceRecord& r);
 
   uint64_t records() const { return records_; }
 
@@ -32,12 +41,15 @@ class PluginRecords {
   void warn_lost(const TraceReader& reader, Diagnostics& diag) const;
   // At the end of a trace: the warning about a trace recorded without the plugin.
   void warn_without_plugin(const TraceReader& reader, Diagnostics& diag) const;
+  // At the end of a trace: one warning per function that was not traced.
+  void warn_untraced(const TraceReader& reader, Diagnostics& diag) const;
 
  private:
   const char* plugin_;
   const char* figures_;
   uint64_t records_ = 0;
   uint64_t lost_ = 0;
+  std::vector<std::string> untraced_;  // "FUNCTION was not traced (REASON)"
 };
 
 }  // namespace ft::post

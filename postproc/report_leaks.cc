@@ -40,11 +40,10 @@ struct Scan {
   std::unordered_map<uint64_t, LeakKind> lost;
 };
 
-// What a first pass over the traces finds: their leak scans, and the functions the
-// engine could not trace (`untraced`), which make every total incomplete.
+// What a first pass over the traces finds: their leak scans. (Functions the engine
+// could not trace are warned about by the replay, as in every heap report.)
 struct FirstPass {
   std::map<std::string, Scan> scans;
-  std::vector<std::string> untraced;  // "TRACE: FUNCTION was not traced (REASON)"
 };
 
 Result<FirstPass> first_pass(const std::vector<std::string>& traces) {
@@ -59,11 +58,6 @@ Result<FirstPass> first_pass(const std::vector<std::string>& traces) {
       if (r->type == schema::type::kLeakScan) {
         scan = &scans[path];
         scan->lost.clear();
-      } else if (r->type == schema::type::kUntraced) {
-        const std::string* fn = r->get_str(schema::key::kFunction);
-        const std::string* why = r->get_str(schema::key::kReason);
-        pass.untraced.push_back(path + ": " + (fn ? *fn : std::string("a function")) + " was not traced (" +
-                                (why ? *why : std::string("refused")) + ")");
       } else if (r->type == schema::type::kLeak && scan) {
         auto l = schema::LeakRecord::read(*r);
         if (!l) continue;
@@ -160,7 +154,6 @@ Result<LeakReport> compute_leaks(const std::vector<std::string>& traces, const L
   }
   auto pass = first_pass(traces);
   if (!pass) return pass.error();
-  for (const std::string& gap : pass->untraced) diag.warning(gap + ": the totals are incomplete");
   if (!pass->scans.empty()) return compute_leak_kinds(traces, options, pass->scans, rank, diag);
   auto ranked = rank_groups(traces, options.replay, options.resolve, options.filter, rank,
                             options.top, diag);
