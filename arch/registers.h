@@ -23,6 +23,9 @@ struct Registers {
   void set_ip(RemoteAddr v);
   RemoteAddr sp() const;
   void set_sp(RemoteAddr v);
+  // The thread pointer (x86-64: the fs base): per thread, what the in-process
+  // recorder finds a thread's buffer by (core/recorder_abi.h).
+  uint64_t thread_pointer() const;
   // Integer argument i (0-based) of the platform C calling convention, at function
   // entry (x86-64 SysV: rdi rsi rdx rcx r8 r9; beyond that 0).
   uint64_t arg(unsigned i) const;

@@ -22,6 +22,23 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   // The stubs are in the copy too.
   c.fast_stubs = fast_stubs;
   c.fast_stub_slot = fast_stub_slot;
+  // The recorder's code and trampolines are in the copy; its region is not (fork) or
+  // is the parent's (vfork), whose rings are not the child's.
+  const RecorderSpace& r = recorder;
+  c.recorder.patches = r.patches;
+  for (auto& s : c.recorder.patches) s.module = c.module_at(s.at);
+  c.recorder.patch_by_trap = r.patch_by_trap;
+  c.recorder.region = r.region;
+  c.recorder.region_size = r.region_size;
+  c.recorder.code = r.code;
+  c.recorder.entry_fn = r.entry_fn;
+  c.recorder.return_fn = r.return_fn;
+  c.recorder.return_stub = r.return_stub;
+  c.recorder.return_trap = r.return_trap;
+  c.recorder.ready = r.ready && shares_memory;
+  c.recorder.borrowed = shares_memory;
+  c.recorder.needs_region = r.ready && !shares_memory;
+  c.recorder.unavailable = r.unavailable || shares_memory;
   if (shares_memory) {
     c.fast_unavailable = true;  // the parent's blocks: not the child's to use
   } else {
@@ -47,6 +64,7 @@ void AddressSpace::reset() {
   fast_owner.clear();
   fast_stubs.clear();
   fast_stub_slot.clear();
+  recorder = RecorderSpace{};
 }
 
 const Module* AddressSpace::module_at(RemoteAddr a) const {

@@ -28,6 +28,7 @@
 #include "core/elf_image.h"
 #include "core/fast_return.h"
 #include "core/module_map.h"
+#include "core/recorder_space.h"
 #include "common/remote_addr.h"
 #include "core/ssol_area.h"
 #include "functracer/plugin.h"
@@ -139,6 +140,7 @@ class AddressSpace {
   std::vector<pid_t> fast_owner;
   std::vector<RemoteAddr> fast_stubs;
   std::unordered_map<RemoteAddr, int> fast_stub_slot;  // stub address -> block
+  RecorderSpace recorder;                // the in-process recorder (fast_path.h)
   RemoteAddr r_debug;                    // the dynamic linker's struct r_debug, if known
   std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace
   // Where functracer may write temporary code while every thread is stopped (the
@@ -149,7 +151,7 @@ class AddressSpace {
   bool is_trampoline(RemoteAddr ip) const { return !trampoline.null() && ip == trampoline; }
   // A hijacked return address: the trampoline or a thread's stub.
   bool is_return_hook(RemoteAddr v) const {
-    return (!trampoline.null() && v == trampoline) || fast_stub_slot.count(v);
+    return (!trampoline.null() && v == trampoline) || fast_stub_slot.count(v) || recorder.is_return_stub(v);
   }
   // The stub whose slow path stopped at `at` (the int3), or -1.
   int fast_slow_stop(RemoteAddr at) const {

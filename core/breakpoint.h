@@ -19,6 +19,10 @@ struct Module;
 
 struct Breakpoint {
   RemoteAddr addr;
+  // The function's entry when the breakpoint stands for it elsewhere: the trap of its
+  // trampoline (fast_path.h), which resumes at the relocated first instructions (slot).
+  RemoteAddr entry;
+  RemoteAddr function() const { return entry.null() ? addr : entry; }
   uint8_t orig_byte = 0;
   arch::Relocation reloc;
   RemoteAddr slot;

@@ -172,6 +172,7 @@ std::vector<std::pair<RemoteAddr, RemoteAddr>> CallStack::disarm() {
     if (f.armed && !f.tail && !f.site) out.emplace_back(f.slot, f.real_ret);
     if (!f.site) f.armed = false;
     f.fast = false;
+    f.recorded = false;  // rearm hooks it with the trampoline
   }
   disarmed_ = true;
   return out;

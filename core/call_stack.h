@@ -39,6 +39,8 @@ struct ShadowFrame {
                           // real_ret, not by the trampoline (the slot is left untouched)
   bool fast = false;      // the slot holds the thread's return stub and the process holds a
                           // record of it (fast_return.h): its return may come without a stop
+  bool recorded = false;  // called through the in-process recorder, which hooked its return
+                          // with its own stub and keeps it in the thread's frames (fast_path.h)
 };
 
 class CallStack {
@@ -56,6 +58,7 @@ class CallStack {
   void pop_last() { frames_.pop_back(); }
   // The frame push() just added hooks its return with the thread's stub.
   void mark_last_fast() { frames_.back().fast = true; }
+  void mark_last_recorded() { frames_.back().recorded = true; }
 
   struct Return;
   // A function that may return twice (setjmp, vfork, getcontext) was entered. Its

@@ -36,6 +36,11 @@ struct TracerStats {
   uint64_t refused = 0;       // functions that could not be traced safely
   uint64_t fast_frames = 0;   // returns hooked with a thread's stub (fast_return.h)
   uint64_t fast_returns = 0;  // of those, returns handled in the process without a stop
+  uint64_t patched = 0;       // function entries patched to reach the in-process recorder
+  uint64_t patch_refused = 0; // entries that kept a breakpoint although their plugins declared
+  uint64_t recorded_calls = 0;    // calls recorded in the process (no stop)
+  uint64_t recorded_returns = 0;  // returns recorded in the process
+  uint64_t recorded_lost = 0;     // events a full buffer in the process could not take
   uint64_t snapshots = 0;     // process memory handed to plugins at an end or a detach
   uint64_t snapshot_ns = 0;   // the plugins' time on them
   uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }
@@ -62,8 +67,10 @@ class EventReporter {
 
   ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0) const;
 
+  // deferred: recorded in the process, reported later: only the registers in regs
+  // are known (ft_capture).
   void call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth, const FunctionInfo& fn,
-            RemoteAddr call_pc);
+            RemoteAddr call_pc, bool deferred = false);
   // deferred: the record of a return handled in the process (its xmm0), or null.
   void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
                       const fastret::Record* deferred = nullptr);

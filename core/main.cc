@@ -139,6 +139,10 @@ int main(int argc, char** argv) {
     if (s.fast_frames)
       ft::log::error("{} returns hooked in the process, {} of them returned without a stop", s.fast_frames,
                      s.fast_returns);
+    if (s.patched || s.patch_refused)
+      ft::log::error("{} function entries patched for the in-process recorder, {} kept a breakpoint; {} calls and "
+                     "{} returns recorded in the process, {} lost to full buffers",
+                     s.patched, s.patch_refused, s.recorded_calls, s.recorded_returns, s.recorded_lost);
     if (s.snapshots)
       ft::log::error("{} memory snapshot{} handed to plugins (leak scans), {:.3f} s", s.snapshots,
                      s.snapshots == 1 ? "" : "s", static_cast<double>(s.snapshot_ns) / 1e9);

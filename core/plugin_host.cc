@@ -159,7 +159,7 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
 }
 
 const ft_host_api kHostApi = {
-    FT_PLUGIN_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
+    FT_HOST_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
     host_depth, host_arg, host_retval, host_read_memory, host_read_string, host_record, host_print,
     host_fp_arg, host_backtrace, host_thread_pid,
 };
@@ -338,11 +338,12 @@ Status PluginHost::load(const std::string& spec) {
     ::dlclose(h);
     return Error::msg("plugin " + path + " refused to start");
   }
-  if (p->api_version != FT_PLUGIN_API_VERSION) {
+  if (p->api_version < FT_PLUGIN_API_MIN_VERSION || p->api_version > FT_PLUGIN_API_VERSION) {
     uint32_t v = p->api_version;
     ::dlclose(h);
     return Error::msg("plugin " + path + " was built for plugin API version " + std::to_string(v) +
-                      ", this functracer speaks version " + std::to_string(FT_PLUGIN_API_VERSION));
+                      ", this functracer speaks versions " + std::to_string(FT_PLUGIN_API_MIN_VERSION) + " to " +
+                      std::to_string(FT_PLUGIN_API_VERSION));
   }
   // Its options must all be known to it: it looks every one up in its init.
   for (auto it = options_.lower_bound(prefix + "."); it != options_.end() && it->first.starts_with(prefix + ".");
@@ -361,7 +362,9 @@ Status PluginHost::load(const std::string& spec) {
   if (plugins_.size() >= 64) return Error::msg("too many plugins (at most 64)");
   // Members past the table's own size are not there: a table made before `snapshot`.
   auto snapshot = p->size >= offsetof(ft_plugin, snapshot) + sizeof p->snapshot ? p->snapshot : nullptr;
-  plugins_.push_back({h, p, path, false, snapshot});
+  auto capture = p->api_version >= 3 && p->size >= offsetof(ft_plugin, capture) + sizeof p->capture ? p->capture
+                                                                                                    : nullptr;
+  plugins_.push_back({h, p, path, false, snapshot, capture});
   if (p->syscall) wants_syscalls_ = true;
   if (snapshot) wants_snapshots_ = true;
   return {};
@@ -443,6 +446,26 @@ void PluginHost::unwound(ft_ctx& ctx, const FunctionInfo& fn, const char* reason
 void PluginHost::event(ft_ctx& ctx, const ft_event& ev) {
   for (size_t i = 0; i < plugins_.size(); ++i)
     if (const ft_plugin* p = plugins_[i].plugin; p->event) guarded(i, "event", [&] { p->event(p->data, &ctx, &ev); });
+}
+
+std::optional<ft_capture> PluginHost::capture(const FunctionInfo& fn) {
+  ft_capture all{};
+  ft_function v = fn.view();
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    if (!((fn.entry_mask >> i) & 1)) continue;
+    auto cap = plugins_[i].capture;
+    if (!cap || plugins_[i].dead) return std::nullopt;
+    v.tag = fn.tag_of(static_cast<uint32_t>(i));
+    ft_capture c{};
+    int ok = 0;
+    guarded(i, "capture", [&] { ok = cap(plugins_[i].plugin->data, &v, &c); });
+    if (!ok || plugins_[i].dead) return std::nullopt;
+    all.int_args = std::max(all.int_args, std::min(c.int_args, 6u));
+    all.fp_args = std::max(all.fp_args, std::min(c.fp_args, 8u));
+    all.strings |= c.strings;
+    all.backtrace = std::max(all.backtrace, c.backtrace);
+  }
+  return all;
 }
 
 void PluginHost::snapshot(ft_ctx& ctx, const ft_snapshot& snap) {

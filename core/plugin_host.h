@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ class PluginHost {
   // Some plugin wants the process's memory at its end and before a detach.
   bool wants_snapshots() const { return wants_snapshots_; }
   void snapshot(ft_ctx& ctx, const ft_snapshot& snap);
+  // What the plugins wanting fn's calls read at them (ft_capture, merged): nullopt
+  // when one of them needs the stopped thread (or does not say).
+  std::optional<ft_capture> capture(const FunctionInfo& fn);
   void finish();
 
   // Writes a record to ctx's process trace (or nothing when streaming).
@@ -97,6 +101,7 @@ class PluginHost {
     std::string path;
     bool dead = false;  // crashed: not called again
     decltype(ft_plugin::snapshot) snapshot = nullptr;  // NULL too when the table predates it
+    decltype(ft_plugin::capture) capture = nullptr;    // NULL for a version-2 plugin
   };
   template <class F>
   void guarded(size_t i, const char* callback, F&& f);

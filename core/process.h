@@ -42,6 +42,8 @@ struct Thread {
   // and the records functracer wrote there (slot, real return address), outermost
   // first, as it last knew them: the fast frames of `stack`, in order.
   int fast_slot = -1;
+  // Its ring in the recorder's region (recorder_space.h), -1 if none.
+  int rec_ring = -1;
   std::vector<std::pair<RemoteAddr, RemoteAddr>> fast_records;
   // The word at sp_word_at (the thread's sp at this stop), read with the records.
   bool sp_word_valid = false;

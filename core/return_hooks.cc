@@ -10,6 +10,7 @@
 #include "arch/arch.h"
 #include "common/clock.h"
 #include "core/log.h"
+#include "core/recorder.h"
 
 namespace ft {
 
@@ -135,6 +136,11 @@ bool ReturnHooks::push_fast(Thread& t, Registers& regs, RemoteAddr slot, RemoteA
 }
 
 void ReturnHooks::sync(Thread& t) {
+  if (fast_path_) fast_path_->sync(t);
+  sync_blocks(t);
+}
+
+void ReturnHooks::sync_blocks(Thread& t) {
   if (t.fast_slot < 0) return;
   Process& p = *t.process;
   std::vector<std::pair<RemoteAddr, RemoteAddr>> want;
@@ -161,6 +167,10 @@ void ReturnHooks::sync(Thread& t) {
 
 void ReturnHooks::release(Thread& t) {
   Process& p = *t.process;
+  if (fast_path_ && t.rec_ring >= 0) {
+    drain(p);
+    fast_path_->release(t);
+  }
   if (t.fast_slot >= 0 && static_cast<size_t>(t.fast_slot) < p.space.fast_owner.size() &&
       p.space.fast_owner[t.fast_slot] == t.tid)
     p.space.fast_owner[t.fast_slot] = 0;
@@ -170,6 +180,82 @@ void ReturnHooks::release(Thread& t) {
 
 void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   if (stopped) stopped->sp_word_valid = false;
+  struct Ret {
+    Thread* t;
+    Record r;
+  };
+  std::vector<Ret> rets;
+  collect_returns(p, stopped, sp, [&](Thread* t, const Record& r) { rets.push_back({t, r}); });
+  // After the stubs' returns: a running thread's records committed before one of those
+  // returns are in its ring by now.
+  std::vector<FastPath::Recorded> recorded;
+  if (fast_path_) recorded = fast_path_->collect(p);
+  if (rets.empty() && recorded.empty()) return;
+  if (!tsc_) tsc_.emplace();
+  tsc_->sample();
+  // Per thread the order is already right; across threads, and between the returns of
+  // the threads' stubs and the records of the recorder, by time.
+  std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
+  size_t i = 0, j = 0;
+  while (i < rets.size() || j < recorded.size()) {
+    if (j == recorded.size() || (i < rets.size() && rets[i].r.tsc <= recorded[j].tsc)) {
+      report_fast_return(*rets[i].t, rets[i].r);
+      ++i;
+    } else {
+      report_recorded(recorded[j], tsc_->to_ns(recorded[j].tsc));
+      ++j;
+    }
+  }
+  if (fast_path_) fast_path_->report_losses(p);
+}
+
+void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
+  Thread& t = *e.thread;
+  Process& p = *t.process;
+  if (e.fn >= p.space.functions.size()) return;  // not a record of ours: the program wrote there
+  const FunctionInfo& fn = p.space.functions[e.fn];
+  bool reported = !p.silent || p.reports_to;
+  if (e.kind == FT_REC_CALL) {
+    RemoteAddr slot(e.words[FT_REC_CALL_SLOT]), ret(e.words[FT_REC_CALL_RETURN_TO]);
+    unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
+    if (e.flags & FT_REC_HOOKED) {
+      auto en = t.stack.push(slot, p.space.is_return_hook(ret) ? p.space.trampoline : ret, p.space.trampoline, e.fn,
+                             now);
+      if (!en.abandoned.empty()) report_.report_unwound(t, en.abandoned, "longjmp", now, t.stack.depth() - 1);
+      t.stack.mark_last_recorded();
+      depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
+    }
+    ++stats_.recorded_calls;
+    if (!reported || !fn.entry_mask) return;
+    Registers regs;
+    const auto& cc = arch::host().call;
+    for (size_t k = 0; k < cc.args.size(); ++k) regs.set(cc.args[k], e.words[FT_REC_CALL_ARGS + k]);
+    regs.set_sp(slot);
+    regs.set_ip(fn.address);
+    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true);
+    return;
+  }
+  if (e.kind != FT_REC_RETURN) return;
+  RemoteAddr slot(e.words[FT_REC_RETURN_SLOT]), real(e.words[FT_REC_RETURN_TO]);
+  // A tail call's inner frame returns into the hook of the frame it shares the slot
+  // with: both are reported when that one returns.
+  if (p.space.is_return_hook(real)) return;
+  ++stats_.recorded_returns;
+  auto r = t.stack.pop(slot + 8);
+  if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
+  if (!r.found) return;
+  Registers regs;
+  regs.set(arch::host().call.ret, e.words[FT_REC_RETURN_VALUE]);
+  regs.set(arch::host().call.ret2, e.words[FT_REC_RETURN_VALUE2]);
+  regs.set_sp(slot + 8);
+  regs.set_ip(r.real_ret);
+  Record rec{};
+  rec.xmm0 = e.words[FT_REC_RETURN_FP];
+  report_.report_returns(t, regs, r, now, &rec);
+}
+
+template <class F>
+void ReturnHooks::collect_returns(Process& p, Thread* stopped, RemoteAddr sp, F&& each) {
   if (p.space.fast_data.null()) return;
   std::vector<Thread*> threads;
   for (auto& [tid, t] : p.threads())
@@ -204,11 +290,6 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
     with_stopped = false;
     if (auto s = p.mem().read_pieces({pieces, 1}); !s) return;  // the process is going away
   }
-  struct Ret {
-    Thread* t;
-    Record r;
-  };
-  std::vector<Ret> rets;
   for (Thread* tp : threads) {
     Thread& t = *tp;
     uint64_t top = tops[static_cast<size_t>(t.fast_slot - lo)];
@@ -226,34 +307,29 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
           recs.data(), (recs.size() - have) * sizeof(Record)};
       if (auto s = p.mem().read_pieces({&piece, 1}); !s) continue;
     }
-    for (size_t i = recs.size(); i-- > 0;) rets.push_back({&t, recs[i]});  // innermost (earliest) first
+    for (size_t i = recs.size(); i-- > 0;) each(&t, recs[i]);  // innermost (earliest) first
   }
-  if (rets.empty()) return;
-  if (!tsc_) tsc_.emplace();
-  tsc_->sample();
-  // Per thread the order is already right; across threads, by time.
-  std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
-  for (const Ret& e : rets) {
-    Thread& t = *e.t;
-    if (t.fast_records.empty() || t.fast_records.back().first != RemoteAddr(e.r.slot)) {
-      sync(t);  // not what functracer wrote there: put its records back
-      continue;
-    }
-    t.fast_records.pop_back();
-    uint64_t now = tsc_->to_ns(e.r.tsc);
-    auto r = t.stack.pop(RemoteAddr(e.r.slot) + 8);
-    // Frames the return skipped (longjmp'ed over); the thread may be running, so their
-    // slots are left alone.
-    if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
-    if (!r.found) continue;
-    Registers regs;
-    regs.set(arch::host().call.ret, e.r.rax);
-    regs.set(arch::host().call.ret2, e.r.rdx);
-    regs.set_sp(RemoteAddr(e.r.slot) + 8);
-    regs.set_ip(r.real_ret);
-    ++stats_.fast_returns;
-    report_.report_returns(t, regs, r, now, &e.r);
+}
+
+void ReturnHooks::report_fast_return(Thread& t, const Record& rec) {
+  if (t.fast_records.empty() || t.fast_records.back().first != RemoteAddr(rec.slot)) {
+    sync_blocks(t);  // not what functracer wrote there: put its records back
+    return;
   }
+  t.fast_records.pop_back();
+  uint64_t now = tsc_->to_ns(rec.tsc);
+  auto r = t.stack.pop(RemoteAddr(rec.slot) + 8);
+  // Frames the return skipped (longjmp'ed over); the thread may be running, so their
+  // slots are left alone.
+  if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
+  if (!r.found) return;
+  Registers regs;
+  regs.set(arch::host().call.ret, rec.rax);
+  regs.set(arch::host().call.ret2, rec.rdx);
+  regs.set_sp(RemoteAddr(rec.slot) + 8);
+  regs.set_ip(r.real_ret);
+  ++stats_.fast_returns;
+  report_.report_returns(t, regs, r, now, &rec);
 }
 
 }  // namespace ft

@@ -19,6 +19,7 @@
 #include "arch/arch.h"
 #include "core/call_stack.h"
 #include "core/event_reporter.h"
+#include "core/fast_path.h"
 #include "core/fast_return.h"
 #include "core/injector.h"
 #include "core/process.h"
@@ -55,12 +56,26 @@ class ReturnHooks {
   // Writes the thread's records again after its shadow stack changed other than by a
   // push or a drained return.
   void sync(Thread& t);
-  // The thread is gone: its block is free for another.
+  // The thread is gone: its block is free for another, its ring too (after what it
+  // recorded is reported).
   void release(Thread& t);
+  // The in-process recorder, whose records drain() reports with the returns.
+  void set_fast_path(FastPath* f) { fast_path_ = f; }
 
  private:
   // The thread's block, set up on first use (-1: none).
   int block(Process& p, Thread& t, Registers& regs);
+  // The returns the threads' stubs handled since the last drain (innermost first per
+  // thread), each handed to each(thread, record); reads along the word at the stopped
+  // thread's sp (see drain).
+  template <class F>
+  void collect_returns(Process& p, Thread* stopped, RemoteAddr sp, F&& each);
+  void report_fast_return(Thread& t, const fastret::Record& rec);
+  // sync() for the blocks of returns handled by the threads' stubs only.
+  void sync_blocks(Thread& t);
+  // A call or return the process recorded (FastPath::collect), in its turn.
+  void report_recorded(const FastPath::Recorded& e, uint64_t now);
+  FastPath* fast_path_ = nullptr;
 
   Injector& injector_;
   EventReporter& report_;

@@ -8,6 +8,14 @@ bool SsolArea::near(RemoteAddr a) const {
   return v >= lo ? v - lo < kReach : lo - v < kReach;
 }
 
+RemoteAddr SsolArea::allocate(uint64_t bytes) {
+  uint64_t n = (bytes + kSlotSize - 1) / kSlotSize * kSlotSize;
+  if (next_ + n > kSize) return RemoteAddr();
+  RemoteAddr at = base_ + static_cast<int64_t>(next_);
+  next_ += n;
+  return at;
+}
+
 RemoteAddr SsolArea::allocate_slot() {
   if (next_ + kSlotSize > kSize) return RemoteAddr();
   RemoteAddr slot = base_ + static_cast<int64_t>(next_);

@@ -49,6 +49,8 @@ class SsolArea {
   uint64_t next_offset() const { return next_; }
   // Next free slot, or a null address when full.
   RemoteAddr allocate_slot();
+  // Consecutive slots for `bytes` of code, or a null address when they do not fit.
+  RemoteAddr allocate(uint64_t bytes);
 
  private:
   RemoteAddr base_;

@@ -41,6 +41,7 @@ void Tracer::request_toggle() { g_toggle = true; }
 Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host) {
   g_tracer = this;
   start_ns_ = monotonic_ns();
+  if (fast_path_.wanted()) returns_.set_fast_path(&fast_path_);
   enabled_ = !opts.start_disabled;
 }
 
@@ -122,6 +123,25 @@ void Tracer::on_signal(int sig, pid_t sender) {
   if (sender && is_tracee(sender)) return;  // see is_tracee
   if (sig == SIGUSR1) request_toggle();
   else request_stop(sig, sender);
+}
+
+uint64_t Tracer::idle(uint64_t now) {
+  uint64_t due = drain_recorders(now);
+  uint64_t traces = flush_aged_traces(monotonic_ns());
+  if (!due || (traces && traces < due)) due = traces;
+  return due;
+}
+
+uint64_t Tracer::drain_recorders(uint64_t now) {
+  // Often enough that a thread calling all the time does not fill its buffer.
+  constexpr uint64_t kDrainPeriodNs = 1'000'000;
+  bool any = false;
+  for (auto& [pid, p] : procs_) {
+    if (!p->space.recorder.ready || p->space.recorder.borrowed) continue;
+    any = true;
+    returns_.drain(*p);
+  }
+  return any ? now + kDrainPeriodNs : 0;
 }
 
 uint64_t Tracer::flush_aged_traces(uint64_t now) {
@@ -221,6 +241,8 @@ void Tracer::start_initial_thread(Thread& t) {
     release_child(p);
     return;
   }
+  if (p.space.recorder.needs_region)
+    if (auto regs = ptrace::get_regs(t.tid)) fast_path_.set_up_child(p, t, *regs);
   if (session_.detaching()) {
     t.stopped = true;  // let go of with the others
     return;
@@ -249,6 +271,10 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     c.cmdline = pp.cmdline;
     c.started = true;
     c.space = pp.space.clone(shares_mm);
+    // The child runs with the forking thread's thread pointer: on the shared memory of
+    // a vfork it would record into that thread's ring. It records nothing there; the
+    // parent gets a ring again at its next call (after the child is gone).
+    if (shares_mm) fast_path_.release(parent);
     nt = &procs_.add_thread(c, new_tid);
     nt->stack = parent.stack;  // the child's stack is a copy of the forking thread's
     nt->stack.mark_inherited();
@@ -310,6 +336,7 @@ void Tracer::forget_image(Thread& t) {
   if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);
   // The old image's breakpoints and areas went with it.
   p.space.reset();
+  t.rec_ring = -1;
   t.fast_slot = -1;
   t.fast_records.clear();
 }
@@ -463,7 +490,7 @@ void Tracer::handle_sigtrap(Thread& t) {
   returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : RemoteAddr());
   if (!regs) return;  // vanished; its exit status follows
   RemoteAddr at = arch::host().trap_address(regs->ip());
-  if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {
+  if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0 || FastPath::is_return_trap(p, at)) {
     on_return(t, *regs);
     return;
   }

@@ -25,6 +25,7 @@
 
 #include "core/attach_session.h"
 #include "core/event_reporter.h"
+#include "core/fast_path.h"
 #include "core/injector.h"
 #include "core/options.h"
 #include "core/plugin_host.h"
@@ -91,10 +92,13 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   // StopQueue::Sleeper: what the loop's waits may be woken for.
   bool wake_requested() override;
   void on_signal(int sig, pid_t sender) override;
-  uint64_t idle(uint64_t now) override { return flush_aged_traces(now); }
+  uint64_t idle(uint64_t now) override;
   // Writes out the trace buffers holding records older than TraceWriter::kMaxAgeNs;
   // returns when the next one is due (0: nothing is buffered).
   uint64_t flush_aged_traces(uint64_t now);
+  // Reports what the processes recorded by themselves while functracer waits for a
+  // stop; returns when to look again (0: nothing records in the process).
+  uint64_t drain_recorders(uint64_t now);
   void handle_status(pid_t tid, int status);
   void handle_new_task(Thread& parent, int event);
   void handle_exec(Thread& t);
@@ -158,6 +162,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   uint64_t start_ns_ = 0;
   TracerStats stats_;
   EventReporter report_{opts_, host_, procs_, stats_};
+  FastPath fast_path_{injector_, report_, stats_};
   ReturnHooks returns_{injector_, report_, stats_};
   AttachSession session_{procs_, stops_, report_, returns_, host_, stats_, *this};
 };

@@ -121,6 +121,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
     std::erase_if(p.space.ifuncs, [&](const PendingIfunc& f) { return f.module == &m; });
     for (auto b = p.space.breakpoints.begin(); b != p.space.breakpoints.end();)
       b = b->second.module == &m ? p.space.breakpoints.erase(b) : std::next(b);
+    p.space.recorder.forget_module(&m);
     it = p.space.modules.erase(it);
   }
   size_t before = p.space.modules.size();
@@ -202,7 +203,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
 
 void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
                    const std::string& demangled, const Interest& in, unsigned hooks) {
-  auto add_function = [&](Breakpoint& bp) {
+  auto make_function = [&]() {
     FunctionInfo fi;
     fi.name = sym.name;
     fi.demangled = demangled;
@@ -230,17 +231,23 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
           fi.ret_size = rs.ret_size;
         }
     }
+    return fi;
+  };
+  auto add_function = [&](Breakpoint& bp, FunctionInfo fi) {
     bp.traced = true;
     bp.fn = static_cast<uint32_t>(p.space.functions.size());
     p.space.functions.push_back(std::move(fi));
   };
 
-  if (auto it = p.space.breakpoints.find(addr); it != p.space.breakpoints.end()) {
+  auto existing = p.space.breakpoints.find(addr);
+  // Another symbol of a function whose entry is patched (an alias: C1/C2 constructors).
+  if (const EntryPatchSite* s = p.space.recorder.patch_at_entry(addr)) existing = p.space.breakpoints.find(s->slow_trap);
+  if (auto it = existing; it != p.space.breakpoints.end()) {
     Breakpoint& bp = it->second;
     bp.hooks |= hooks;
     if (in.any()) {
       if (!bp.traced) {
-        add_function(bp);
+        add_function(bp, make_function());
       } else {
         FunctionInfo& fi = p.space.functions[bp.fn];
         fi.entry_mask |= in.entry_mask;
@@ -252,11 +259,50 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     }
     return;
   }
+  if (in.any() && hooks == kHookNone && fast_path_.wanted() && in.entry_mask && !p.silent) {
+    // The entry may reach the in-process recorder instead of a breakpoint.
+    FunctionInfo fi = make_function();
+    std::string reason;
+    if (auto cap = host_.capture(fi); !cap) {
+      reason = "a plugin needs the stopped thread at its calls";
+    } else if (cap->fp_args || cap->strings || cap->backtrace) {
+      reason = cap->backtrace ? "a plugin takes backtraces at its calls"
+                              : "a plugin reads floating-point arguments or strings at its calls";
+    } else if (SsolArea* area = area_near(p, t, regs, addr)) {
+      uint32_t id = static_cast<uint32_t>(p.space.functions.size());
+      p.space.functions.push_back(fi);
+      if (fast_path_.patch(p, t, regs, m, sym, addr, id, *area, reason)) {
+        const EntryPatchSite& site = p.space.recorder.patches.back();
+        Breakpoint bp;  // the trampoline's trap stands for the entry on the stop path
+        bp.addr = site.slow_trap;
+        bp.entry = addr;
+        bp.orig_byte = arch::host().trap[0];
+        bp.reloc.kind = arch::Relocation::Kind::OutOfLine;
+        bp.slot = site.trampoline + static_cast<int64_t>(arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0).body);
+        bp.fn = id;
+        bp.traced = true;
+        bp.module = &m;
+        p.space.breakpoints.emplace(bp.addr, std::move(bp));
+        return;
+      }
+      p.space.functions.pop_back();
+    } else {
+      reason = "no out-of-line area near it";
+    }
+    ++stats_.patch_refused;
+    FT_DEBUG("{}: entry not patched ({}): a breakpoint instead", demangled, reason);
+    Breakpoint* bp = plant_raw(p, t, regs, addr, demangled);
+    if (!bp) return;
+    bp->hooks = hooks;
+    bp->module = &m;
+    add_function(*bp, std::move(fi));
+    return;
+  }
   Breakpoint* bp = plant_raw(p, t, regs, addr, demangled);
   if (!bp) return;
   bp->hooks = hooks;
   bp->module = &m;
-  if (in.any()) add_function(*bp);
+  if (in.any()) add_function(*bp, make_function());
 }
 
 Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what) {

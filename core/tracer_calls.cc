@@ -25,8 +25,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   // A hijacked return address, whichever thread's stub it is, is "the trampoline" to
   // the shadow stack.
   auto hook_value = [&p](uint64_t v) { return p.space.is_return_hook(RemoteAddr(v)) ? p.space.trampoline : RemoteAddr(v); };
-  RemoteAddr addr = bp_ref.addr;
+  RemoteAddr addr = bp_ref.function();
   unsigned hooks = bp_ref.hooks;
+  // The stop path of an entry patched for the recorder: the thread had no ring.
+  if (!bp_ref.entry.null()) fast_path_.note_thread(t, regs);
   Registers at_breakpoint = regs;
   at_breakpoint.set_ip(addr);
   EventReporter::AtStop at_stop(report_, at_breakpoint);
@@ -117,7 +119,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
           returns_.sync(t);
         }
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
-        if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot, RemoteAddr(*ret))) {
+        if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) &&
+            fast_path_.push_frame(t, slot, RemoteAddr(*ret), fn_id)) {
+          t.stack.mark_last_recorded();
+        } else if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot, RemoteAddr(*ret))) {
           t.stack.mark_last_fast();
         } else if (e.write_trampoline) {
           if (auto s = p.mem().poke(t.tid, slot, p.space.trampoline.value()); !s) {

@@ -7,7 +7,7 @@
  *
  * functracer dlopens the plugin (by name from its plugin directory, or by path), calls
  * the init function once with the host's table of helpers, and checks the returned
- * table's api_version against FT_PLUGIN_API_VERSION: a plugin built for another
+ * table's api_version against FT_PLUGIN_API_MIN_VERSION..FT_PLUGIN_API_VERSION: a plugin built for another
  * version is refused with a clear message. Init returns NULL to refuse to run (after
  * printing why through host->warn).
  *
@@ -35,7 +35,13 @@
 extern "C" {
 #endif
 
-#define FT_PLUGIN_API_VERSION 2u
+#define FT_PLUGIN_API_VERSION 3u
+/* The oldest version still loaded: a version-2 plugin has no `capture`, and its calls
+ * always take a stop. */
+#define FT_PLUGIN_API_MIN_VERSION 2u
+/* The version of the host's table (ft_host_api), unchanged since version 2: a plugin
+ * checks host->api_version against it. */
+#define FT_HOST_API_VERSION 2u
 
 typedef uint64_t ft_addr;     /* an address in the traced process */
 typedef struct ft_ctx ft_ctx; /* opaque: the event being delivered */
@@ -156,7 +162,7 @@ typedef struct ft_field {
 
 /* Helpers functracer offers to plugins. */
 typedef struct ft_host_api {
-  uint32_t api_version; /* FT_PLUGIN_API_VERSION of the host */
+  uint32_t api_version; /* FT_HOST_API_VERSION */
   uint32_t size;        /* sizeof(ft_host_api) of the host */
 
   /* Session configuration: "audit" (the -a patterns), "output" (the -o dir, NULL when
@@ -240,9 +246,27 @@ typedef struct ft_snapshot {
   size_t nregions;
 } ft_snapshot;
 
+/* What a plugin's `call` and `ret` callbacks read of one function's events
+ * (ft_plugin.capture, version 3). When every plugin that wants a function's calls
+ * declares what it reads and the traced process can record that much by itself, the
+ * call is recorded inside the process without a ptrace stop (doc/internals.md §8b)
+ * and delivered later, at the process's next stop or when functracer drains the
+ * process's buffers — in order per thread, before any later event of that thread —
+ * through the ordinary callbacks. Such a delivery answers exactly what was declared:
+ * arg(i) for i < int_args, fp_arg(i) for i < fp_args; read_memory, read_string and
+ * backtrace fail, and an argument past the declaration reads as 0. A function whose
+ * declaration asks for more than the process records (today: floating-point
+ * arguments, strings, backtraces) takes the stop path, with everything available. */
+typedef struct ft_capture {
+  unsigned int_args;    /* integer argument registers the call callback reads (0..6) */
+  unsigned fp_args;     /* floating-point argument registers it reads (0..8) */
+  unsigned strings;     /* integer arguments it reads a string at (bit i: argument i) */
+  unsigned backtrace;   /* frames it asks host->backtrace for at the call (0: none) */
+} ft_capture;
+
 /* What a plugin gives functracer. Unused callbacks may be NULL. */
 typedef struct ft_plugin {
-  uint32_t api_version; /* must be FT_PLUGIN_API_VERSION */
+  uint32_t api_version; /* FT_PLUGIN_API_VERSION, or 2 for a table without `capture` */
   uint32_t size;        /* sizeof(ft_plugin) */
   const char *name;
   void *data;           /* passed back to every callback */
@@ -267,6 +291,13 @@ typedef struct ft_plugin {
    * version 2 after its first release: a table whose size ends before this member
    * is still loaded, without it. Having it makes every thread's exit one more stop. */
   void (*snapshot)(void *data, ft_ctx *ctx, const ft_snapshot *snap);
+  /* Version 3: what the callbacks for fn read (ft_capture), asked once per traced
+   * function after `symbol` (fn->params filled when FT_TRACE_PARAMS was asked).
+   * Returns 1 when *out (zeroed on entry) covers everything the `call` callback reads
+   * for fn, 0 (or NULL) when it needs the stopped thread (any memory, registers,
+   * backtraces): its calls then always take a stop. The `ret` callback is governed by
+   * FT_TRACE_RETURN_VALUE as before. */
+  int (*capture)(void *data, const ft_function *fn, ft_capture *out);
 } ft_plugin;
 
 /* The size of a version-2 plugin table without `snapshot`: the smallest accepted. */

@@ -293,6 +293,7 @@ struct Callbacks {
   decltype(ft_plugin::syscall) syscall = nullptr;
   decltype(ft_plugin::finish) finish = nullptr;
   decltype(ft_plugin::snapshot) snapshot = nullptr;
+  decltype(ft_plugin::capture) capture = nullptr;
   void* data = nullptr;
 };
 
@@ -312,6 +313,7 @@ inline ft_plugin table(const char* name, const Callbacks& cb = {}) {
   p.syscall = cb.syscall;
   p.finish = cb.finish;
   p.snapshot = cb.snapshot;
+  p.capture = cb.capture;
   return p;
 }
 
@@ -320,7 +322,7 @@ inline ft_plugin table(const char* name, const Callbacks& cb = {}) {
 // options and returns the table, or NULL to refuse to run (after host->warn).
 inline const ft_plugin* init(const ft_host_api* host, const ft_plugin* (*setup)(const ft_host_api*),
                              const ft_plugin* table_for_mismatch) {
-  if (host->api_version != FT_PLUGIN_API_VERSION) return table_for_mismatch;
+  if (host->api_version != FT_HOST_API_VERSION) return table_for_mismatch;
   return setup(host);
 }
 

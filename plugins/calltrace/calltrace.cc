@@ -194,14 +194,36 @@ void flush_pending(ft_ctx* ctx, int tid) {
   it->second.open = true;
 }
 
+// Floating-point argument registers fn's parameters use.
+size_t fp_args_of(const ft_function* fn) {
+  size_t n = 0;
+  for (int i = 0; i < fn->nparams; ++i)
+    if (fn->param_regs && fn->param_regs[i] >= FT_REG_FP0)
+      n = std::max<size_t>(n, static_cast<size_t>(fn->param_regs[i] - FT_REG_FP0 + 1));
+  return n;
+}
+
+// The integer argument register of parameter i, or -1.
+int string_reg(const ft_function* fn, int i) {
+  int reg = fn->param_regs ? fn->param_regs[i] : i;
+  return fn->params[i] == FT_PARAM_STRING && reg >= 0 && reg < 6 ? reg : -1;
+}
+
+// What on_call reads: the six integer argument registers, the floating-point ones in
+// use, and the strings DWARF's parameter types point at.
+int on_capture(void*, const ft_function* fn, ft_capture* out) {
+  out->int_args = 6;
+  out->fp_args = static_cast<unsigned>(std::min<size_t>(fp_args_of(fn), 8));
+  for (int i = 0; i < fn->nparams; ++i)
+    if (int reg = string_reg(fn, i); reg >= 0) out->strings |= 1u << reg;
+  return 1;
+}
+
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t args[6];
   for (unsigned i = 0; i < 6; ++i) args[i] = host->arg(ctx, i);
   uint64_t fargs[8] = {};
-  size_t nfargs = 0;  // floating-point argument registers in use
-  for (int i = 0; i < fn->nparams; ++i)
-    if (fn->param_regs && fn->param_regs[i] >= FT_REG_FP0)
-      nfargs = std::max<size_t>(nfargs, static_cast<size_t>(fn->param_regs[i] - FT_REG_FP0 + 1));
+  size_t nfargs = fp_args_of(fn);  // floating-point argument registers in use
   for (size_t i = 0; i < nfargs && i < 8; ++i) fargs[i] = host->fp_arg(ctx, static_cast<unsigned>(i));
 
   schema::CallRecord call{{fn->name, fn->address, host->depth(ctx)}, {args, 6}, {fargs, nfargs}, {}, {}, {}};
@@ -215,8 +237,8 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   std::string strs[6];
   bool is_str[6] = {};
   for (int i = 0; i < fn->nparams; ++i) {
-    int reg = fn->param_regs ? fn->param_regs[i] : i;
-    if (fn->params[i] != FT_PARAM_STRING || reg < 0 || reg >= 6 || args[reg] == 0) continue;
+    int reg = string_reg(fn, i);
+    if (reg < 0 || args[reg] == 0) continue;
     auto s = ft::sdk::read_string(host, ctx, args[reg], kMaxString);
     if (!s) continue;
     strs[reg] = std::move(*s);
@@ -299,7 +321,7 @@ void on_finish(void*) {
 }
 
 const ft_plugin kPlugin = ft::sdk::table(
-    schema::plugin::kCalltrace, {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish});
+    schema::plugin::kCalltrace, {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish, .capture = on_capture});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;

@@ -205,7 +205,7 @@ REFUSED_PLUGINS = {
     "old_version": ("""
 #include <functracer/plugin.h>
 static ft_plugin plugin = {
-    .api_version = FT_PLUGIN_API_VERSION - 1,
+    .api_version = FT_PLUGIN_API_MIN_VERSION - 1,
     .size = sizeof(ft_plugin),
     .name = "old_version",
 };
@@ -214,7 +214,7 @@ const ft_plugin *functracer_plugin_init(const ft_host_api *h) {
   return &plugin;
 }
 """, [r"functracer: plugin {path} was built for plugin API version 1, "
-      r"this functracer speaks version 2"]),
+      r"this functracer speaks versions 2 to 3"]),
     "small_table": ("""
 #include <stddef.h>
 #include <functracer/plugin.h>
@@ -239,7 +239,7 @@ const ft_plugin *plugin_init(const ft_host_api *h) {
     "null_init": ("""
 #include <functracer/plugin.h>
 const ft_plugin *functracer_plugin_init(const ft_host_api *h) {
-  if (h->api_version == FT_PLUGIN_API_VERSION) h->warn("null_init: not today");
+  if (h->api_version == FT_HOST_API_VERSION) h->warn("null_init: not today");
   return 0;
 }
 """, [r"functracer: null_init: not today", r"functracer: plugin {path} refused to start"]),

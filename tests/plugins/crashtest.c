@@ -13,6 +13,7 @@
  * It traces the functions named by -a (globs), entry and return, and writes a
  * crash_call / crash_ret record for each event, so a trace has content before the
  * crash. */
+#include <stddef.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,9 +91,11 @@ static void on_finish(void *data) {
   maybe_crash("finish");
 }
 
+/* A version-2 table (no `capture`): such plugins still load, and their calls take a
+ * stop each. */
 static ft_plugin plugin = {
-    FT_PLUGIN_API_VERSION, sizeof(ft_plugin), "crashtest", NULL, on_module, on_symbol, on_call, on_ret,
-    NULL, on_event, NULL, on_finish, NULL,
+    2, offsetof(ft_plugin, capture), "crashtest", NULL, on_module, on_symbol, on_call, on_ret,
+    NULL, on_event, NULL, on_finish, NULL, NULL,
 };
 
 const ft_plugin *functracer_plugin_init(const ft_host_api *h) {

@@ -1,0 +1,375 @@
+#include "core/fast_path.h"
+
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "arch/arch.h"
+#include "common/check.h"
+#include "core/log.h"
+#include "core/recorder.h"
+#include "core/recorder_image.h"
+
+namespace ft {
+namespace {
+
+constexpr uint64_t kRingBytes = 1ull << 20;  // per thread; only touched pages are backed
+constexpr uint64_t kNameOffset = 48;         // in the first area: the memfd's name
+constexpr char kName[] = "functracer";
+constexpr uint64_t kHwcap2Fsgsbase = 2;
+constexpr uint64_t kTrampolineBytes = 4 * SsolArea::kSlotSize;
+
+bool failed(const Result<uint64_t>& rc) { return !rc || *rc > static_cast<uint64_t>(-4096); }
+
+uint64_t round_page(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
+
+}  // namespace
+
+RegionMapping::~RegionMapping() { ::munmap(base_, size_); }
+
+FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats)
+    : injector_(injector), report_(report), stats_(stats) {
+  const char* v = std::getenv("FT_FAST_PATH");
+  if (!v || std::strcmp(v, "1") != 0) {
+    why_not_ = "not asked for (FT_FAST_PATH=1)";
+    return;
+  }
+  if (!arch::host().recorder) {
+    why_not_ = "no in-process recorder for this architecture";
+  } else if (!(::getauxval(AT_HWCAP2) & kHwcap2Fsgsbase)) {
+    why_not_ = "the kernel does not let programs read their thread pointer (FSGSBASE)";
+  } else {
+    wanted_ = true;
+  }
+  if (!wanted_) log::warn("calls are recorded with a stop each: {}", why_not_);
+}
+
+bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
+  RecorderSpace& rs = p.space.recorder;
+  RemoteAddr stub = p.space.areas.front()->syscall_stub();
+  uint64_t image = round_page(sizeof recorder_image::kCode);
+  auto ret = arch::host().recorder->return_stub(rs.region.value(), 0);
+  uint64_t size = image + round_page(ret.code.size());
+  auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
+                              {0, size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0});
+  if (failed(rc)) return false;
+  rs.code = RemoteAddr(*rc);
+  rs.entry_fn = rs.code + static_cast<int64_t>(recorder_image::kEntryOffset);
+  rs.return_fn = rs.code + static_cast<int64_t>(recorder_image::kReturnOffset);
+  rs.return_stub = rs.code + static_cast<int64_t>(image);
+  ret = arch::host().recorder->return_stub(rs.region.value(), rs.return_fn.value());
+  rs.return_trap = rs.return_stub + static_cast<int64_t>(ret.slow_trap);
+  if (!p.mem().write(rs.code, {recorder_image::kCode, sizeof recorder_image::kCode})) return false;
+  return static_cast<bool>(p.mem().write(rs.return_stub, ret.code));
+}
+
+bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) {
+  RecorderSpace& rs = p.space.recorder;
+  if (p.space.areas.empty()) return false;
+  const SsolArea& area = *p.space.areas.front();
+  RemoteAddr stub = area.syscall_stub();
+  if (!p.mem().write(area.base() + kNameOffset, {reinterpret_cast<const uint8_t*>(kName), sizeof kName}))
+    return false;
+  auto fd = injector_.syscall(t, regs, stub, SYS_memfd_create, {(area.base() + kNameOffset).value(), MFD_CLOEXEC});
+  if (failed(fd)) {
+    FT_DEBUG("process {}: memfd_create failed: the recorder is not used", p.pid());
+    return false;
+  }
+  uint64_t size = RecorderRegion::region_size(kRingBytes);
+  bool ok = false;
+  void* local = MAP_FAILED;
+  RemoteAddr region;
+  if (!failed(injector_.syscall(t, regs, stub, SYS_ftruncate, {*fd, size}))) {
+    auto m = injector_.syscall(t, regs, stub, SYS_mmap,
+                               {fixed.value(), size, PROT_READ | PROT_WRITE, MAP_SHARED | (fixed.null() ? 0u : MAP_FIXED),
+                                *fd, 0});
+    if (!failed(m)) {
+      region = RemoteAddr(*m);
+      std::string path = fmt::format("/proc/{}/fd/{}", p.pid(), *fd);
+      int lfd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      if (lfd >= 0) {
+        local = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+        ::close(lfd);
+      }
+      ok = local != MAP_FAILED &&
+           !failed(injector_.syscall(t, regs, stub, SYS_madvise, {region.value(), size, MADV_DONTFORK}));
+      if (!ok) (void)injector_.syscall(t, regs, stub, SYS_munmap, {region.value(), size});
+    }
+  }
+  (void)injector_.syscall(t, regs, stub, SYS_close, {*fd});
+  if (!ok) {
+    if (local != MAP_FAILED) ::munmap(local, size);
+    FT_DEBUG("process {}: no region for the recorder", p.pid());
+    return false;
+  }
+  rs.region = region;
+  rs.region_size = size;
+  rs.mapping = std::make_shared<RegionMapping>(local, size);
+  rs.rings = RecorderRegion::create(local, kRingBytes);
+  rs.owners.clear();
+  if (rs.code.null() && !map_code(p, t, regs)) {
+    FT_DEBUG("process {}: no room for the recorder's code", p.pid());
+    rs.rings.reset();
+    rs.mapping.reset();
+    return false;
+  }
+  rs.header()->return_stub = rs.return_stub.value();
+  rs.ready = true;
+  rs.needs_region = false;
+  FT_DEBUG("process {}: recorder region at {:#x}, code at {:#x}", p.pid(), region.value(), rs.code.value());
+  return true;
+}
+
+bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym, RemoteAddr addr,
+                     uint32_t fn_id, SsolArea& area, std::string& reason) {
+  RecorderSpace& rs = p.space.recorder;
+  const FunctionInfo& fn = p.space.functions[fn_id];
+  if (rs.borrowed || rs.needs_region) {
+    reason = "the process runs on memory that is not its own";
+    return false;
+  }
+  if (p.threads().size() != 1) {
+    reason = "other threads are running";
+    return false;
+  }
+  if (sym.size == 0 || sym.size > (1u << 20)) {
+    reason = "its size is unknown";
+    return false;
+  }
+  if (fn.return_mask && !fn.fast_return()) {
+    reason = "a plugin reads memory at its return";
+    return false;
+  }
+  if (!rs.ready) {
+    if (rs.unavailable) {
+      reason = "no recorder in this process";
+      return false;
+    }
+    if (!set_up(p, t, regs, RemoteAddr())) {
+      rs.unavailable = true;
+      reason = "no recorder in this process";
+      return false;
+    }
+  }
+  std::vector<uint8_t> body(sym.size);
+  if (!p.mem().read_exact(addr, body)) {
+    reason = "its code cannot be read";
+    return false;
+  }
+  std::vector<uint8_t> cold_bytes;
+  std::vector<arch::CodeRange> parts;
+  if (const ElfSymbol* cold = m.elf ? m.elf->find(sym.name + ".cold") : nullptr; cold && cold->size > 0 &&
+                                                                                cold->size <= (1u << 20)) {
+    cold_bytes.resize(cold->size);
+    if (p.mem().read_exact(m.runtime(cold->value), cold_bytes))
+      parts.push_back({cold_bytes, m.runtime(cold->value).value()});
+  }
+  if (area.next_offset() + kTrampolineBytes > SsolArea::kSize) {
+    reason = "no room near it";
+    return false;
+  }
+  const arch::RecorderStubs& stubs = *arch::host().recorder;
+  RemoteAddr tramp = area.base() + static_cast<int64_t>(area.next_offset());
+  size_t body_offset = stubs.entry_trampoline(0, 0, 0, 0, {}, 0).body;
+  arch::EntryPatchRequest req;
+  req.function = body;
+  req.entry = addr.value();
+  req.trampoline = tramp.value();
+  req.copy = tramp.value() + body_offset;
+  req.other_parts = parts;
+  arch::EntryPatch plan = arch::host().plan_entry_patch(req);
+  if (!plan.ok) {
+    reason = plan.reason;
+    return false;
+  }
+  RemoteAddr at = RemoteAddr(plan.patch_addr(addr.value()));
+  RemoteAddr resume = addr + static_cast<int64_t>(plan.window_length);
+  if (regs.ip() > at && regs.ip() < resume) {
+    reason = "the thread is stopped inside its first instructions";
+    return false;
+  }
+  uint64_t site = fn_id | uint64_t{std::min(6u, fn.entry_mask ? 6u : 0u)} << FT_REC_SITE_NARGS_SHIFT;
+  if (fn.return_mask) site |= FT_REC_SITE_RETURN;
+  auto code = stubs.entry_trampoline(tramp.value(), rs.region.value(), site, rs.entry_fn.value(), plan.relocated,
+                                     resume.value());
+  FT_CHECK(code.body == body_offset, "entry trampoline layout changed (%zu, %zu)", code.body, body_offset);
+  if (code.code.size() > kTrampolineBytes) {
+    reason = "its first instructions do not fit a trampoline";
+    return false;
+  }
+  RemoteAddr allocated = area.allocate(kTrampolineBytes);
+  FT_CHECK(allocated == tramp, "out-of-line area moved on");
+  // The trampoline is complete before the jump to it exists.
+  if (!p.mem().write(tramp, code.code) || !p.mem().write(at, plan.patch)) {
+    reason = "its code cannot be written";
+    return false;
+  }
+  EntryPatchSite s;
+  s.entry = addr;
+  s.at = at;
+  s.original = plan.original;
+  s.trampoline = tramp;
+  s.slow_trap = tramp + static_cast<int64_t>(code.slow_trap);
+  s.fn = fn_id;
+  s.module = &m;
+  rs.patch_by_trap[s.slow_trap] = rs.patches.size();
+  rs.patches.push_back(std::move(s));
+  ++patched_;
+  ++stats_.patched;
+  return true;
+}
+
+void FastPath::note_thread(Thread& t, const Registers& regs) {
+  Process& p = *t.process;
+  RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || rs.borrowed || !rs.rings) return;
+  uint64_t tp = regs.thread_pointer();
+  if (tp <= FT_REC_KEY_REMOVED) return;  // not set up yet (before the C library's start)
+  if (t.rec_ring >= 0) {
+    auto it = rs.owners.find(static_cast<uint32_t>(t.rec_ring));
+    if (it != rs.owners.end() && it->second.tp == tp) return;
+    release(t);  // its thread pointer changed
+  }
+  if (auto r = rs.rings->ring_of(tp)) {
+    // Another thread's key: a thread pointer reused after an exit functracer has not
+    // seen yet. Leave it; this thread takes the stop path.
+    return;
+  }
+  auto ring = rs.rings->add_thread(tp);
+  if (!ring) return;
+  rs.owners[*ring] = {t.tid, tp, 0};
+  t.rec_ring = static_cast<int>(*ring);
+  sync(t);
+}
+
+std::vector<FastPath::Recorded> FastPath::collect(Process& p) {
+  std::vector<Recorded> out;
+  RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || rs.borrowed || !rs.rings) return out;
+  for (auto& [ring, owner] : rs.owners) {
+    Thread* t = p.thread(owner.tid);
+    if (!t) continue;
+    rs.rings->drain(ring, [&](const RecordedEvent& e) {
+      Recorded r;
+      r.thread = t;
+      r.kind = e.kind;
+      r.fn = e.fn;
+      r.flags = e.flags;
+      r.tsc = e.tsc;
+      std::copy_n(e.words.begin(), std::min<size_t>(e.words.size(), std::size(r.words)), r.words);
+      out.push_back(r);
+    });
+  }
+  return out;
+}
+
+void FastPath::report_losses(Process& p) {
+  RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || rs.borrowed || !rs.rings) return;
+  for (auto& [ring, owner] : rs.owners) {
+    uint64_t lost = rs.rings->lost(ring);
+    if (lost <= owner.lost_seen) continue;
+    Thread* t = p.thread(owner.tid);
+    if (!t) continue;
+    uint64_t n = lost - owner.lost_seen;
+    owner.lost_seen = lost;
+    stats_.recorded_lost += n;
+    report_.record_lost(p, *t, static_cast<int64_t>(n), "the thread's buffer in the process was full");
+  }
+}
+
+bool FastPath::push_frame(Thread& t, RemoteAddr slot, RemoteAddr real_ret, uint32_t fn) {
+  Process& p = *t.process;
+  RecorderSpace& rs = p.space.recorder;
+  if (t.rec_ring < 0 || !rs.rings || t.stack.disarmed()) return false;
+  ft_rec_header* h = rs.header();
+  uint64_t ring = static_cast<uint64_t>(t.rec_ring);
+  ft_rec_ring* r = ft_rec_ring_at(h, ring);
+  uint64_t depth = __atomic_load_n(&r->depth, __ATOMIC_ACQUIRE);
+  if (depth >= FT_REC_MAX_FRAMES) return false;
+  if (!p.mem().poke(t.tid, slot, rs.return_stub.value())) return false;
+  ft_rec_frame& f = ft_rec_frames(h, ring)[depth];
+  f.slot = slot.value();
+  f.real_ret = real_ret.value();
+  f.fn = fn;
+  __atomic_store_n(&r->depth, depth + 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+void FastPath::sync(Thread& t) {
+  Process& p = *t.process;
+  RecorderSpace& rs = p.space.recorder;
+  if (t.rec_ring < 0 || !rs.rings) return;
+  ft_rec_header* h = rs.header();
+  uint64_t ring = static_cast<uint64_t>(t.rec_ring);
+  ft_rec_frame* frames = ft_rec_frames(h, ring);
+  uint64_t n = 0;
+  for (const ShadowFrame& f : t.stack.frames()) {
+    if (!f.recorded || !f.armed) continue;
+    if (n == FT_REC_MAX_FRAMES) break;
+    frames[n].slot = f.slot.value();
+    frames[n].real_ret = f.tail ? rs.return_stub.value() : f.real_ret.value();
+    frames[n].fn = f.fn;
+    ++n;
+  }
+  __atomic_store_n(&ft_rec_ring_at(h, ring)->depth, n, __ATOMIC_RELEASE);
+}
+
+void FastPath::release(Thread& t) {
+  Process& p = *t.process;
+  RecorderSpace& rs = p.space.recorder;
+  if (t.rec_ring < 0) return;
+  auto it = rs.owners.find(static_cast<uint32_t>(t.rec_ring));
+  if (rs.rings && it != rs.owners.end()) {
+    rs.rings->remove_thread(it->second.tp);
+    rs.owners.erase(it);
+  }
+  t.rec_ring = -1;
+}
+
+void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
+  RecorderSpace& rs = child.space.recorder;
+  if (!rs.needs_region) return;
+  if (!set_up(child, t, regs, rs.region)) {
+    // Without a region the trampolines and the return stub cannot run: every patch and
+    // hooked return goes, and those functions are not traced in this child.
+    log::warn("process {}: no recorder region for the forked child: {} functions are not traced in it", child.pid(),
+              rs.patches.size());
+    for (const auto& [tid, th] : child.threads())
+      for (const ShadowFrame& f : th->stack.frames())
+        if (f.recorded && f.armed && !f.tail) (void)child.mem().write_u64(f.slot, f.real_ret.value());
+    for (const EntryPatchSite& s : rs.patches) {
+      (void)child.mem().write(s.at, s.original);
+      child.space.breakpoints.erase(s.slow_trap);
+    }
+    rs.patches.clear();
+    rs.patch_by_trap.clear();
+    rs.needs_region = false;
+    rs.unavailable = true;
+  }
+}
+
+void FastPath::remove(Process& p) {
+  RecorderSpace& rs = p.space.recorder;
+  for (const EntryPatchSite& s : rs.patches) (void)p.mem().write(s.at, s.original);
+  if (!rs.ready || !rs.rings || rs.borrowed) return;
+  ft_rec_header* h = rs.header();
+  __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
+  // Hooked returns the shadow stacks do not know yet (recorded since the last drain).
+  for (const auto& [ring, owner] : rs.owners) {
+    ft_rec_frame* frames = ft_rec_frames(h, ring);
+    uint64_t depth = std::min<uint64_t>(ft_rec_ring_at(h, ring)->depth, FT_REC_MAX_FRAMES);
+    for (uint64_t i = depth; i-- > 0;) {
+      auto v = p.mem().read_u64(RemoteAddr(frames[i].slot));
+      if (v && *v == rs.return_stub.value()) (void)p.mem().write_u64(RemoteAddr(frames[i].slot), frames[i].real_ret);
+    }
+  }
+}
+
+}  // namespace ft

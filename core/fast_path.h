@@ -1,0 +1,103 @@
+// FastPath: calls recorded inside the traced process, without a ptrace stop
+// (doc/internals.md §8b). functracer puts the recorder there (a shared region and the
+// recorder's code, by injected system calls), patches the entries of functions whose
+// plugins declared what they read (ft_capture) with a jump to a trampoline that
+// records the call, and turns the records back into ordinary call and return events
+// before any later stop of the process is handled (ReturnHooks::drain merges them
+// with the returns handled by the threads' stubs, by time).
+//
+// The stop path stays for everything the recorder refuses: a thread without a ring
+// (its first recorded call, or its thread pointer changed), frames deeper than the
+// recorder keeps, a return it cannot match (longjmp), an entry it cannot patch safely.
+// Such an entry traps at its trampoline (a Breakpoint there stands for the function)
+// and is handled as a breakpoint hit; such a return traps at the return stub and is
+// handled as at the trampoline.
+//
+// Patching is only done while no other thread of the process can run (the process
+// has one thread, which is stopped); entries of libraries loaded while other threads
+// run keep their breakpoints.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/elf_image.h"
+#include "core/event_reporter.h"
+#include "core/injector.h"
+#include "core/process.h"
+#include "core/ssol_area.h"
+
+namespace ft {
+
+class FastPath {
+ public:
+  FastPath(Injector& injector, EventReporter& report, TracerStats& stats);
+
+  // FT_FAST_PATH=1 asks for it; the machine must let the process read its thread
+  // pointer without a system call.
+  bool wanted() const { return wanted_; }
+  const std::string& why_not() const { return why_not_; }
+
+  // Patches the entry of function fn_id (at addr, symbol sym of module m) with a jump
+  // to a trampoline in `area`; true when done (no breakpoint needed). reason: why not.
+  bool patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym, RemoteAddr addr,
+             uint32_t fn_id, SsolArea& area, std::string& reason);
+
+  // The trap of the return stub's slow path.
+  static bool is_return_trap(const Process& p, RemoteAddr at) {
+    return !p.space.recorder.return_trap.null() && at == p.space.recorder.return_trap;
+  }
+  // A thread that reached a trampoline's trap: gives it a ring if it has none for its
+  // present thread pointer (its next calls are recorded in the process).
+  void note_thread(Thread& t, const Registers& regs);
+
+  // Hooks the return of a call taken on the stop path with the recorder's return stub,
+  // as the recorder does for the calls it records: its return is recorded in the
+  // thread's ring, in order with the thread's recorded calls. False when the thread has
+  // no ring (the caller hooks the return another way). The thread is stopped.
+  bool push_frame(Thread& t, RemoteAddr slot, RemoteAddr real_ret, uint32_t fn);
+
+  // One record read out of a ring, for the thread that wrote it.
+  struct Recorded {
+    Thread* thread = nullptr;
+    uint16_t kind = 0;
+    uint32_t fn = 0;
+    uint32_t flags = 0;
+    uint64_t tsc = 0;
+    uint64_t words[2 + 6] = {};
+  };
+  // Everything the threads of p recorded since the last call, per thread in order.
+  std::vector<Recorded> collect(Process& p);
+  // Lost events (full rings) since the last call, reported as `lost` records.
+  void report_losses(Process& p);
+  // Writes the thread's hooked frames (the recorded frames of its shadow stack, which
+  // hold the return stub) into its ring's frame stack: after its shadow stack changed
+  // other than by a recorded call or return. The thread is stopped.
+  void sync(Thread& t);
+
+  // The thread is gone, or is about to lend its thread pointer to a vfork child: its
+  // rings are drained by the caller first, then given back.
+  void release(Thread& t);
+  // A followed fork child at its first stop: its own region, where its parent's was.
+  void set_up_child(Process& child, Thread& t, Registers& regs);
+  // Takes everything out (detach, an unfollowed child): the entries' original bytes,
+  // recording off. Hooked return addresses are the shadow stacks' (instrumentation.cc).
+  static void remove(Process& p);
+
+  uint64_t patched() const { return patched_; }
+
+ private:
+  bool set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed);
+  bool map_code(Process& p, Thread& t, Registers& regs);
+
+  Injector& injector_;
+  EventReporter& report_;
+  TracerStats& stats_;
+  bool wanted_ = false;
+  std::string why_not_;
+  uint64_t patched_ = 0;
+};
+
+}  // namespace ft

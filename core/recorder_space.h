@@ -1,0 +1,96 @@
+// RecorderSpace: what functracer keeps about the in-process recorder of one traced
+// address space (core/recorder_abi.h, doc/internals.md §8b): where the shared region
+// is in the process and in functracer, the recorder's code, the functions whose entry
+// is patched to reach it, and which thread each ring belongs to.
+//
+// The region is a memfd the process maps shared and functracer maps too; it is
+// excluded from fork (MADV_DONTFORK), so a fork child never writes into its parent's
+// rings: a followed child gets a region of its own at the same address before it runs,
+// an unfollowed one loses the patches with the rest of the instrumentation. A vfork
+// child shares its parent's (it runs on the parent's memory) but never gets a ring.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "common/remote_addr.h"
+#include "core/recorder_region.h"
+
+namespace ft {
+
+struct Module;
+
+// functracer's own mapping of a region (unmapped when the last owner lets go).
+class RegionMapping {
+ public:
+  RegionMapping(void* base, uint64_t size) : base_(base), size_(size) {}
+  ~RegionMapping();
+  RegionMapping(const RegionMapping&) = delete;
+  RegionMapping& operator=(const RegionMapping&) = delete;
+  void* base() const { return base_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  void* base_;
+  uint64_t size_;
+};
+
+// A function whose first instructions jump to its trampoline.
+struct EntryPatchSite {
+  RemoteAddr entry;              // the function's entry
+  RemoteAddr at;                 // where the jump is (the entry, or after an endbr64)
+  std::vector<uint8_t> original; // the bytes the jump replaced
+  RemoteAddr trampoline;
+  RemoteAddr slow_trap;          // the trampoline's trap of the stop path
+  uint32_t fn = 0;               // FunctionInfo id
+  const Module* module = nullptr;
+};
+
+struct RecorderSpace {
+  // Set up (region, code) in this address space, or refused for good.
+  bool ready = false;
+  bool unavailable = false;
+  // A vfork child on its parent's memory: its threads never get a ring.
+  bool borrowed = false;
+  // A fork child: the parent's region is not in its memory; it needs its own at
+  // `region` before it runs.
+  bool needs_region = false;
+  RemoteAddr region;       // in the process
+  uint64_t region_size = 0;
+  std::shared_ptr<RegionMapping> mapping;  // in functracer
+  std::optional<RecorderRegion> rings;     // on mapping
+  RemoteAddr code;         // the recorder image
+  RemoteAddr entry_fn, return_fn;
+  RemoteAddr return_stub, return_trap;
+  std::vector<EntryPatchSite> patches;
+  std::unordered_map<RemoteAddr, size_t> patch_by_trap;  // slow_trap -> patches index
+  // Rings in use: ring -> (thread, its thread pointer).
+  struct Owner {
+    pid_t tid = 0;
+    uint64_t tp = 0;
+    uint64_t lost_seen = 0;  // lost events already reported
+  };
+  std::unordered_map<uint32_t, Owner> owners;
+
+  // The patch of the function whose entry is at addr, or nullptr.
+  const EntryPatchSite* patch_at_entry(RemoteAddr entry) const {
+    for (const auto& s : patches)
+      if (s.entry == entry) return &s;
+    return nullptr;
+  }
+  // A module went away: its patches with it (never written to again).
+  void forget_module(const Module* m) {
+    std::erase_if(patches, [m](const EntryPatchSite& s) { return s.module == m; });
+    patch_by_trap.clear();
+    for (size_t i = 0; i < patches.size(); ++i) patch_by_trap[patches[i].slow_trap] = i;
+  }
+  bool is_return_stub(RemoteAddr a) const { return !return_stub.null() && a == return_stub; }
+  ft_rec_header* header() const { return rings ? rings->header() : nullptr; }
+};
+
+}  // namespace ft
