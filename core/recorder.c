@@ -39,10 +39,15 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
   ev.fn = FT_REC_SITE_FN(site);
   ev.flags = hook ? FT_REC_HOOKED : 0;
   ev.tsc = tsc;
-  if (ft_rec_write_event(r, ring_bytes, &ev, words) != 0) {
-    /* Lost (counted in the ring): its return must not be reported either. */
+  /* A ring without room for the call and its return: the stop path, where functracer
+   * empties the ring before it handles the call (nothing is lost; the program waits for
+   * that one stop). Only a signal handler taking the room between this check and the
+   * reservation can make a record lost (counted in the ring). */
+  uint64_t need = FT_REC_EVENT_HEADER + 8u * ev.nwords + (hook ? FT_REC_EVENT_HEADER + 8u * FT_REC_RETURN_WORDS : 0);
+  if (__atomic_load_n(&r->head, __ATOMIC_RELAXED) - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + need > ring_bytes ||
+      ft_rec_write_event(r, ring_bytes, &ev, words) != 0) {
     if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
-    return FT_REC_PASS;
+    return FT_REC_STOP;
   }
   if (hook) {
     struct ft_rec_frame* f = ft_rec_frames(h, index) + depth;
@@ -74,9 +79,9 @@ uint64_t ft_recorder_return(struct ft_rec_header* h, uint64_t sp_after, const ui
   ev.nwords = FT_REC_RETURN_WORDS;
   ev.fn = (uint32_t)f->fn;
   ev.tsc = tsc;
-  /* A full ring loses the return (counted); the frame is popped all the same, and
-   * functracer reports the call's frame as lost when it sees the loss. */
-  (void)ft_rec_write_event(r, h->ring_bytes, &ev, words);
+  /* A full ring (a signal handler took the room kept for this return): the stop path,
+   * with the frame still there for functracer to pop. */
+  if (ft_rec_write_event(r, h->ring_bytes, &ev, words) != 0) return 0;
   __atomic_store_n(&r->depth, depth - 1, __ATOMIC_RELAXED);
   return real_ret;
 }

@@ -45,7 +45,8 @@ enum {
 
 /* Results of ft_recorder_entry. */
 #define FT_REC_PASS 0u /* go on into the function */
-#define FT_REC_STOP 1u /* take the stop path: functracer handles this entry with a stop */
+#define FT_REC_STOP 1u /* take the stop path: functracer handles this entry with a stop (no
+                          ring for the thread, frames too deep, or a ring without room) */
 
 /* At a function's entry. args: the integer argument registers in the calling
  * convention's order; slot: the address of the return address (the stack pointer at

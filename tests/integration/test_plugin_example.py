@@ -227,7 +227,7 @@ const ft_plugin *functracer_plugin_init(const ft_host_api *h) {
   (void)h;
   return &plugin;
 }
-""", [r"functracer: plugin {path} has a plugin table of \d+ bytes, API version 2 needs \d+"]),
+""", [r"functracer: plugin {path} has a plugin table of \d+ bytes, API version \d+ needs \d+"]),
     "no_init": ("""
 #include <functracer/plugin.h>
 const ft_plugin *plugin_init(const ft_host_api *h);

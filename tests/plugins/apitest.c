@@ -235,7 +235,7 @@ static ft_plugin plugin = {
 };
 
 const ft_plugin *functracer_plugin_init(const ft_host_api *h) {
-  if (h->api_version != FT_PLUGIN_API_VERSION) return &plugin;
+  if (h->api_version != FT_HOST_API_VERSION) return &plugin;
   host = h;
   /* The instance is named after the file it was loaded from. */
   Dl_info info;

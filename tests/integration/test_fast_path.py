@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Calls recorded inside the traced process (doc/internals.md §8b, FT_FAST_PATH=1),
+checked against the stop path (every entry a breakpoint stop) on the same programs:
+
+  * the same events: per thread, the sequence of call, return and unwound records
+    (function, depth, return values, unwinding reason), for recursion, mutual
+    recursion, tail calls, longjmp, C++ exceptions (also static), floats, unwinding,
+    coroutines, threads, and fork children (-f);
+  * signals: handlers run where the signal finds the thread, which depends on the
+    stops, so only the calls of each function are compared, and the program's own
+    checks;
+  * cost: most calls are recorded without a stop (--stats), and there are far fewer
+    stops than calls;
+  * the programs' own checks of every result, and stdout as untraced.
+
+usage: test_fast_path.py   (programs from FT_PROGS_DIR)"""
+
+import collections
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftharness as h  # noqa: E402
+from test_fast_returns import SAME_EVENTS, event_sequences  # noqa: E402
+from test_prog import PROGRAMS  # noqa: E402
+
+# Their return values hold pids and stack addresses, which differ between runs.
+MORE_EVENTS = [
+    ("threads-O2", [], PROGRAMS["threads"].patterns, []),
+    ("forks-O2", [], PROGRAMS["forks"].patterns, ["-f"]),
+]
+NO_VALUES = {"threads-O2", "forks-O2"}
+
+
+def stats(err):
+    """(ptrace stops, calls, entries patched, calls recorded in the process, lost)."""
+    stops = re.search(r"([0-9]+) ptrace stops", err)
+    calls = re.search(r"\(([0-9]+) calls,", err)
+    rec = re.search(r"([0-9]+) function entries patched for the in-process recorder, [0-9]+ kept a breakpoint; "
+                    r"([0-9]+) calls and [0-9]+ returns recorded in the process, ([0-9]+) lost", err)
+    num = lambda m, i: int(m.group(i)) if m else 0  # noqa: E731
+    return num(stops, 1), num(calls, 1), num(rec, 1), num(rec, 2), num(rec, 3)
+
+
+def traced(ck, label, exe, args, patterns, outdir, fast, extra=()):
+    env = dict(os.environ)
+    env["FT_FAST_PATH"] = "1" if fast else "0"
+    cmd = [h.functracer(), "-e", "calltrace", "-a", patterns, "--uncompressed", "-o", outdir, "--stats", *extra,
+           exe, *args]
+    res = h.run(cmd, timeout=h.TRACED_TIMEOUT, env=env)
+    ck.check(res.status == 0 and not res.timed_out, f"{label}: traced run failed\n{res.describe()}")
+    return res
+
+
+def first_difference(fast, slow):
+    where = next((i for i, (a, b) in enumerate(zip(fast, slow)) if a != b), min(len(fast), len(slow)))
+    a, b = (fast[where] if where < len(fast) else []), (slow[where] if where < len(slow) else [])
+    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"thread {where} differs at event {k}: in the process {a[max(0, k - 3):k + 3]}, " \
+           f"stops {b[max(0, k - 3):k + 3]}"
+
+
+def check_same_events(ck, tmp):
+    runs = [(n, a, p, []) for n, a, p in SAME_EVENTS] + MORE_EVENTS
+    recorded_total = 0
+    for n, (name, args, patterns, extra) in enumerate(runs):
+        exe = os.path.join(h.progs_dir(), name)
+        label = " ".join([name] + extra + args)
+        untraced = h.run([exe, *args])
+        fo, so = os.path.join(tmp, f"same-{n}-fast"), os.path.join(tmp, f"same-{n}-slow")
+        fres = traced(ck, label, exe, args, patterns, fo, True, extra)
+        sres = traced(ck, label + " (stops)", exe, args, patterns, so, False, extra)
+        ck.check_eq(fres.stdout, untraced.stdout, f"{label}: stdout, calls recorded in the process")
+        ck.check_eq(sres.stdout, untraced.stdout, f"{label}: stdout, stops")
+        fast, slow = event_sequences(ck, fo), event_sequences(ck, so)
+        if name in NO_VALUES:
+            fast, slow = ([[e[:3] for e in s] for s in seqs] for seqs in (fast, slow))
+        if len(slow) > 1:  # threads, processes: each one's sequence, whatever the order
+            fast, slow = sorted(fast), sorted(slow)
+        nev = sum(len(s) for s in slow)
+        _, _, patched, recorded, lost = stats(fres.err)
+        recorded_total += recorded
+        print(f"{label}: {nev} events in {len(slow)} threads; {patched} entries patched, {recorded} calls "
+              f"recorded in the process, {lost} lost")
+        ck.check(nev > 0, f"{label}: no events")
+        ck.check_eq(lost, 0, f"{label}: events lost to full buffers")
+        if fast != slow:
+            ck.fail(f"{label}: {first_difference(fast, slow)}")
+    ck.check(recorded_total > 1000, f"only {recorded_total} calls recorded in the process in all runs")
+
+
+def check_signals(ck, tmp):
+    exe = os.path.join(h.progs_dir(), "signals-O2")
+    patterns = PROGRAMS["signals"].patterns
+    untraced = h.run([exe])
+    fo, so = os.path.join(tmp, "signals-fast"), os.path.join(tmp, "signals-slow")
+    fres = traced(ck, "signals", exe, [], patterns, fo, True)
+    traced(ck, "signals (stops)", exe, [], patterns, so, False)
+    ck.check_eq(fres.stdout, untraced.stdout, "signals: stdout, calls recorded in the process")
+    counts = []
+    for d in (fo, so):
+        c = collections.Counter()
+        for seq in event_sequences(ck, d):
+            for ev in seq:
+                c[(ev[0], ev[1])] += 1
+        counts.append(c)
+    ck.check_eq(counts[0], counts[1], "signals: calls and returns of each function")
+
+
+def check_cost(ck, tmp):
+    exe = os.path.join(h.progs_dir(), "recursion-O2")
+    res = traced(ck, "recursion (cost)", exe, ["20"], "fib", os.path.join(tmp, "cost"), True)
+    stops, calls, patched, recorded, lost = stats(res.err)
+    print(f"recursion 20, fib: {calls} calls, {recorded} recorded in the process, {stops} ptrace stops")
+    ck.check(patched >= 1, f"fib's entry was not patched:\n{res.err}")
+    ck.check(calls > 20000 and recorded >= calls - 10, f"{recorded} of {calls} calls recorded in the process")
+    ck.check(stops < calls // 20, f"{stops} ptrace stops for {calls} calls")
+    ck.check_eq(lost, 0, "events lost to full buffers")
+
+
+def main():
+    ck = h.Checker("fast-path")
+    with h.TempDir() as tmp:
+        check_cost(ck, tmp)
+        check_same_events(ck, tmp)
+        check_signals(ck, tmp)
+    ck.finish()
+
+
+if __name__ == "__main__":
+    main()
