@@ -69,8 +69,9 @@ class EventReporter {
 
   // deferred: recorded in the process, reported later: only the registers in regs
   // are known (ft_capture).
+  // caller: the return address the call was made with, when deferred.
   void call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth, const FunctionInfo& fn,
-            RemoteAddr call_pc, bool deferred = false);
+            RemoteAddr call_pc, bool deferred = false, RemoteAddr caller = RemoteAddr());
   // deferred: the record of a return handled in the process (its xmm0), or null.
   void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
                       const fastret::Record* deferred = nullptr);

@@ -116,7 +116,12 @@ uint64_t host_fp_arg(ft_ctx* c, unsigned i) {
 }
 
 int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
-  if (!c->thread || max <= 0 || !frames || c->deferred) return 0;
+  if (!c->thread || max <= 0 || !frames) return 0;
+  if (c->deferred) {
+    if (c->recorded_caller.null()) return 0;
+    frames[0] = c->recorded_caller.value();
+    return 1;
+  }
   Registers regs;
   if (c->regs) {
     regs = *c->regs;

@@ -39,6 +39,9 @@ struct ft_ctx {
   // A return handled in the process, reported later (fast_return.h): only the return
   // registers are known; memory and the stack have moved on.
   bool deferred = false;
+  // A call recorded in the process: the return address it was called with (the one
+  // frame a backtrace of it can have).
+  ft::RemoteAddr recorded_caller;
 };
 
 namespace ft {

@@ -227,12 +227,18 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
     }
     ++stats_.recorded_calls;
     if (!reported || !fn.entry_mask) return;
+    // A tail call from a hooked frame was made with the hook as its return address:
+    // the caller is that frame's.
+    RemoteAddr caller = ret;
+    if (p.space.is_return_hook(ret))
+      for (const ShadowFrame& f : t.stack.frames())
+        if (f.slot == slot) caller = f.real_ret;
     Registers regs;
     const auto& cc = arch::host().call;
     for (size_t k = 0; k < cc.args.size(); ++k) regs.set(cc.args[k], e.words[FT_REC_CALL_ARGS + k]);
     regs.set_sp(slot);
     regs.set_ip(fn.address);
-    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true);
+    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true, caller);
     return;
   }
   if (e.kind != FT_REC_RETURN) return;

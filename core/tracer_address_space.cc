@@ -265,7 +265,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     std::string reason;
     if (auto cap = host_.capture(fi); !cap) {
       reason = "a plugin needs the stopped thread at its calls";
-    } else if (cap->fp_args || cap->strings || cap->backtrace) {
+    } else if (cap->fp_args || cap->strings || cap->backtrace > 1) {
       reason = cap->backtrace ? "a plugin takes backtraces at its calls"
                               : "a plugin reads floating-point arguments or strings at its calls";
     } else if (SsolArea* area = area_near(p, t, regs, addr)) {

@@ -253,15 +253,18 @@ typedef struct ft_snapshot {
  * and delivered later, at the process's next stop or when functracer drains the
  * process's buffers — in order per thread, before any later event of that thread —
  * through the ordinary callbacks. Such a delivery answers exactly what was declared:
- * arg(i) for i < int_args, fp_arg(i) for i < fp_args; read_memory, read_string and
- * backtrace fail, and an argument past the declaration reads as 0. A function whose
+ * arg(i) for i < int_args, fp_arg(i) for i < fp_args, backtrace its first frame (the
+ * return address); read_memory and read_string fail, and an argument past the
+ * declaration reads as 0. A function whose
  * declaration asks for more than the process records (today: floating-point
- * arguments, strings, backtraces) takes the stop path, with everything available. */
+ * arguments, strings, backtraces of more than one frame) takes the stop path, with
+ * everything available. */
 typedef struct ft_capture {
   unsigned int_args;    /* integer argument registers the call callback reads (0..6) */
   unsigned fp_args;     /* floating-point argument registers it reads (0..8) */
   unsigned strings;     /* integer arguments it reads a string at (bit i: argument i) */
-  unsigned backtrace;   /* frames it asks host->backtrace for at the call (0: none) */
+  unsigned backtrace;   /* frames it asks host->backtrace for at the call (0: none; 1: the
+                           call site, which a recorded call always has) */
 } ft_capture;
 
 /* What a plugin gives functracer. Unused callbacks may be NULL. */
