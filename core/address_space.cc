@@ -35,6 +35,7 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   c.recorder.return_fn = r.return_fn;
   c.recorder.return_stub = r.return_stub;
   c.recorder.return_trap = r.return_trap;
+  c.recorder.walks = r.walks;
   c.recorder.ready = r.ready && shares_memory;
   c.recorder.borrowed = shares_memory;
   c.recorder.needs_region = r.ready && !shares_memory;

@@ -156,13 +156,15 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
 }
 
 void EventReporter::call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth,
-                         const FunctionInfo& fn, RemoteAddr call_pc, bool deferred, RemoteAddr caller) {
+                         const FunctionInfo& fn, RemoteAddr call_pc, bool deferred, RemoteAddr caller,
+                         std::span<const uint64_t> stack) {
   ft_ctx c = ctx(p, &t, &regs, now, depth);
   c.call_pc = call_pc;
   if (deferred) {
     c.deferred = true;
     c.fp_valid = true;  // declared as not read: zeros
     c.recorded_caller = caller;
+    c.recorded_frames = stack;
   }
   host_.call(c, fn);
   ++stats_.calls;

@@ -71,7 +71,8 @@ class EventReporter {
   // are known (ft_capture).
   // caller: the return address the call was made with, when deferred.
   void call(Process& p, Thread& t, const Registers& regs, uint64_t now, unsigned depth, const FunctionInfo& fn,
-            RemoteAddr call_pc, bool deferred = false, RemoteAddr caller = RemoteAddr());
+            RemoteAddr call_pc, bool deferred = false, RemoteAddr caller = RemoteAddr(),
+            std::span<const uint64_t> stack = {});
   // deferred: the record of a return handled in the process (its xmm0), or null.
   void report_returns(Thread& t, const Registers& regs, const CallStack::Return& r, uint64_t now,
                       const fastret::Record* deferred = nullptr);

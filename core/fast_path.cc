@@ -14,7 +14,9 @@
 #include "common/check.h"
 #include "core/log.h"
 #include "core/recorder.h"
+#include "core/procfs.h"
 #include "core/recorder_image.h"
+#include "core/unwind_index.h"
 
 namespace ft {
 namespace {
@@ -127,7 +129,7 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
 }
 
 bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym, RemoteAddr addr,
-                     uint32_t fn_id, SsolArea& area, std::string& reason) {
+                     uint32_t fn_id, unsigned nargs, unsigned frames, SsolArea& area, std::string& reason) {
   RecorderSpace& rs = p.space.recorder;
   const FunctionInfo& fn = p.space.functions[fn_id];
   if (rs.borrowed || rs.needs_region) {
@@ -194,7 +196,8 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
     reason = "the thread is stopped inside its first instructions";
     return false;
   }
-  uint64_t site = fn_id | uint64_t{std::min(6u, fn.entry_mask ? 6u : 0u)} << FT_REC_SITE_NARGS_SHIFT;
+  uint64_t site = fn_id | uint64_t{std::min(nargs, FT_REC_MAX_ARGS)} << FT_REC_SITE_NARGS_SHIFT |
+                  uint64_t{std::min(frames, FT_REC_MAX_STACK)} << FT_REC_SITE_FRAMES_SHIFT;
   if (fn.return_mask) site |= FT_REC_SITE_RETURN;
   auto code = stubs.entry_trampoline(tramp.value(), rs.region.value(), site, rs.entry_fn.value(), plan.relocated,
                                      resume.value());
@@ -218,11 +221,38 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   s.slow_trap = tramp + static_cast<int64_t>(code.slow_trap);
   s.fn = fn_id;
   s.module = &m;
+  if (frames && !rs.walks) {
+    rs.walks = true;
+    update_unwind(p);
+  }
   rs.patch_by_trap[s.slow_trap] = rs.patches.size();
   rs.patches.push_back(std::move(s));
   ++patched_;
   ++stats_.patched;
   return true;
+}
+
+void FastPath::update_unwind(Process& p) {
+  RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || !rs.walks || !rs.rings || rs.borrowed) return;
+  UnwindIndexBuilder b;
+  for (const auto& m : p.space.modules)
+    if (m->elf) b.add_module(*m->elf, m->bias, m->map.base, m->map.end);
+  std::vector<uint8_t> index = b.build();
+  ft_rec_header* h = rs.header();
+  uint64_t area = ft_rec_unwind_area_offset(h->ring_bytes);
+  if (index.size() > FT_REC_UNWIND_BYTES) {
+    log::warn("process {}: the frame rules of its modules take {} bytes, more than {}: call stacks are taken "
+              "with a stop", p.pid(), index.size(), FT_REC_UNWIND_BYTES);
+    __atomic_store_n(&h->unwind_offset, 0, __ATOMIC_RELEASE);
+    return;
+  }
+  uint64_t now = __atomic_load_n(&h->unwind_offset, __ATOMIC_ACQUIRE);
+  uint64_t next = now == area ? area + FT_REC_UNWIND_BYTES : area;
+  std::memcpy(static_cast<char*>(rs.mapping->base()) + next, index.data(), index.size());
+  __atomic_store_n(&h->unwind_offset, next, __ATOMIC_RELEASE);
+  FT_DEBUG("process {}: frame rules for walks in the process: {} modules, {} rows ({} bytes)", p.pid(),
+           b.stats().modules, b.stats().rows, index.size());
 }
 
 void FastPath::note_thread(Thread& t, const Registers& regs) {
@@ -244,6 +274,12 @@ void FastPath::note_thread(Thread& t, const Registers& regs) {
   auto ring = rs.rings->add_thread(tp);
   if (!ring) return;
   rs.owners[*ring] = {t.tid, tp, 0};
+  // The end of the thread's stack: walks in the process read nothing at or above it.
+  uint64_t stack_end = 0;
+  if (auto maps = read_maps(p.pid()))
+    for (const auto& e : *maps)
+      if (regs.sp().value() >= e.start && regs.sp().value() < e.end) stack_end = e.end;
+  ft_rec_ring_at(rs.header(), *ring)->stack_end = stack_end;
   t.rec_ring = static_cast<int>(*ring);
   sync(t);
 }
@@ -262,7 +298,8 @@ std::vector<FastPath::Recorded> FastPath::collect(Process& p) {
       r.fn = e.fn;
       r.flags = e.flags;
       r.tsc = e.tsc;
-      std::copy_n(e.words.begin(), std::min<size_t>(e.words.size(), std::size(r.words)), r.words);
+      r.nwords = static_cast<uint16_t>(std::min<size_t>(e.words.size(), std::size(r.words)));
+      std::copy_n(e.words.begin(), r.nwords, r.words);
       out.push_back(r);
     });
   }
@@ -352,7 +389,9 @@ void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
     rs.patch_by_trap.clear();
     rs.needs_region = false;
     rs.unavailable = true;
+    return;
   }
+  update_unwind(child);
 }
 
 void FastPath::remove(Process& p) {

@@ -42,8 +42,9 @@ class FastPath {
 
   // Patches the entry of function fn_id (at addr, symbol sym of module m) with a jump
   // to a trampoline in `area`; true when done (no breakpoint needed). reason: why not.
+  // nargs: integer arguments to record; frames: return addresses of the call stack.
   bool patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym, RemoteAddr addr,
-             uint32_t fn_id, SsolArea& area, std::string& reason);
+             uint32_t fn_id, unsigned nargs, unsigned frames, SsolArea& area, std::string& reason);
 
   // The trap of the return stub's slow path.
   static bool is_return_trap(const Process& p, RemoteAddr at) {
@@ -66,7 +67,8 @@ class FastPath {
     uint32_t fn = 0;
     uint32_t flags = 0;
     uint64_t tsc = 0;
-    uint64_t words[2 + 6] = {};
+    uint16_t nwords = 0;
+    uint64_t words[2 + 6 + 48] = {};
   };
   // Everything the threads of p recorded since the last call, per thread in order.
   std::vector<Recorded> collect(Process& p);
@@ -85,6 +87,11 @@ class FastPath {
   // Takes everything out (detach, an unfollowed child): the entries' original bytes,
   // recording off. Hooked return addresses are the shadow stacks' (instrumentation.cc).
   static void remove(Process& p);
+
+  // The frame rules of p's modules, for the stack walks of the calls that record
+  // their call stack: written into the half of the region's unwind area not in use,
+  // then switched to. Call after the modules changed.
+  void update_unwind(Process& p);
 
   uint64_t patched() const { return patched_; }
 

@@ -118,6 +118,11 @@ uint64_t host_fp_arg(ft_ctx* c, unsigned i) {
 int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
   if (!c->thread || max <= 0 || !frames) return 0;
   if (c->deferred) {
+    if (!c->recorded_frames.empty()) {
+      size_t n = std::min(c->recorded_frames.size(), static_cast<size_t>(max));
+      std::copy_n(c->recorded_frames.begin(), n, frames);
+      return static_cast<int>(n);
+    }
     if (c->recorded_caller.null()) return 0;
     frames[0] = c->recorded_caller.value();
     return 1;

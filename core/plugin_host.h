@@ -42,6 +42,7 @@ struct ft_ctx {
   // A call recorded in the process: the return address it was called with (the one
   // frame a backtrace of it can have).
   ft::RemoteAddr recorded_caller;
+  std::span<const uint64_t> recorded_frames;  // its call stack, when recorded (innermost first)
 };
 
 namespace ft {

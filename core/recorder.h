@@ -27,12 +27,18 @@ extern "C" {
 #define FT_REC_SITE_NARGS_SHIFT 40      /* integer argument registers to record, 0..6 */
 #define FT_REC_SITE_NARGS(site) ((unsigned)(((site) >> FT_REC_SITE_NARGS_SHIFT) & 0xff))
 #define FT_REC_MAX_ARGS 6u
+#define FT_REC_SITE_FRAMES_SHIFT 48     /* return addresses to record (a call stack), 0..48 */
+#define FT_REC_SITE_FRAMES(site) ((unsigned)(((site) >> FT_REC_SITE_FRAMES_SHIFT) & 0xff))
+#define FT_REC_MAX_STACK 48u
+/* What the entry trampoline saved, in this order (args[] of ft_recorder_entry). */
+enum { FT_REC_SAVED_ARGS = 0, FT_REC_SAVED_RAX = 6, FT_REC_SAVED_R10, FT_REC_SAVED_R11, FT_REC_SAVED_BP };
 
 /* Words of the records, after the common header (struct ft_rec_event). */
 enum {
   FT_REC_CALL_SLOT = 0,     /* where the return address is (the stack pointer at the entry) */
   FT_REC_CALL_RETURN_TO,    /* the return address */
-  FT_REC_CALL_ARGS,         /* the argument registers, nargs of them */
+  FT_REC_CALL_ARGS,         /* the argument registers, nargs of them (in flags), then the
+                               call stack's return addresses, the rest of the words */
   FT_REC_RETURN_SLOT = 0,   /* the call's slot (the stack pointer after the return, minus 8) */
   FT_REC_RETURN_TO,         /* the real return address */
   FT_REC_RETURN_VALUE,      /* the return registers: two integer, one floating point */
@@ -42,15 +48,18 @@ enum {
 };
 /* Event flags. */
 #define FT_REC_HOOKED 1u /* a call whose return is hooked: a FT_REC_RETURN follows */
+#define FT_REC_STACK_COMPLETE 2u /* the call stack reached the outermost frame */
+#define FT_REC_FLAGS_NARGS(flags) (((flags) >> 8) & 0xffu)
 
 /* Results of ft_recorder_entry. */
 #define FT_REC_PASS 0u /* go on into the function */
 #define FT_REC_STOP 1u /* take the stop path: functracer handles this entry with a stop (no
                           ring for the thread, frames too deep, or a ring without room) */
 
-/* At a function's entry. args: the integer argument registers in the calling
- * convention's order; slot: the address of the return address (the stack pointer at
- * the entry, x86-64); tp: the thread pointer; tsc: the time stamp counter. */
+/* At a function's entry. args: the registers the trampoline saved (FT_REC_SAVED_*: the
+ * integer argument registers in the calling convention's order first, the frame
+ * pointer last); slot: the address of the return address (the stack pointer at the
+ * entry, x86-64); tp: the thread pointer; tsc: the time stamp counter. */
 uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_t* args, uint64_t* slot, uint64_t tp,
                            uint64_t tsc);
 

@@ -68,7 +68,9 @@ struct ft_rec_ring {
   uint64_t lost_events; /* events a full ring could not take */
   uint64_t lost_bytes;
   uint64_t depth;       /* frames[] in use: calls whose return is hooked, outermost first */
-  uint64_t pad[3];
+  uint64_t stack_end;   /* end of the thread's stack (a walk reads nothing at or above it); 0:
+                           unknown, no walk */
+  uint64_t pad[2];
 };
 
 /* A call whose return is hooked: where its return address was and what it was. */
@@ -89,7 +91,8 @@ struct ft_rec_header {
   uint64_t no_ring;      /* entries whose thread had no ring: they took the stop path */
   uint64_t frames_offset; /* of ring 0's frames (FT_REC_MAX_FRAMES ft_rec_frame per ring) */
   uint64_t return_stub;   /* the code a hooked return goes to (written into the slot) */
-  uint64_t pad[6];
+  uint64_t unwind_offset; /* of the frame rules in use (ft_rec_unwind_index), 0: none yet */
+  uint64_t pad[5];
   struct ft_rec_key keys[FT_REC_KEYS];
 };
 
@@ -114,8 +117,16 @@ static inline uint64_t ft_rec_rings_offset(void) { return (sizeof(struct ft_rec_
 static inline uint64_t ft_rec_frames_offset(uint64_t ring_bytes) {
   return ft_rec_rings_offset() + (sizeof(struct ft_rec_ring) + ring_bytes) * FT_REC_MAX_THREADS;
 }
+/* The frame rules for walks (ft_rec_unwind_index) take one of two halves of the unwind
+ * area: functracer writes a new index into the half not in use and then switches
+ * unwind_offset, so that a walk under way reads a whole index. */
+#define FT_REC_UNWIND_BYTES (32ull << 20) /* per half */
+static inline uint64_t ft_rec_unwind_area_offset(uint64_t ring_bytes) {
+  return (ft_rec_frames_offset(ring_bytes) + sizeof(struct ft_rec_frame) * FT_REC_MAX_FRAMES * FT_REC_MAX_THREADS +
+          4095) & ~(uint64_t)4095;
+}
 static inline uint64_t ft_rec_region_size(uint64_t ring_bytes) {
-  return ft_rec_frames_offset(ring_bytes) + sizeof(struct ft_rec_frame) * FT_REC_MAX_FRAMES * FT_REC_MAX_THREADS;
+  return ft_rec_unwind_area_offset(ring_bytes) + 2 * FT_REC_UNWIND_BYTES;
 }
 
 static inline struct ft_rec_ring* ft_rec_ring_at(struct ft_rec_header* h, uint64_t index) {

@@ -60,6 +60,7 @@ struct RecorderSpace {
   // A fork child: the parent's region is not in its memory; it needs its own at
   // `region` before it runs.
   bool needs_region = false;
+  bool walks = false;  // some patched entry records its call stack: the frame rules are kept
   RemoteAddr region;       // in the process
   uint64_t region_size = 0;
   std::shared_ptr<RegionMapping> mapping;  // in functracer

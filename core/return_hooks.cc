@@ -235,10 +235,17 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
         if (f.slot == slot) caller = f.real_ret;
     Registers regs;
     const auto& cc = arch::host().call;
-    for (size_t k = 0; k < cc.args.size(); ++k) regs.set(cc.args[k], e.words[FT_REC_CALL_ARGS + k]);
+    unsigned recorded_args = std::min(FT_REC_FLAGS_NARGS(e.flags), FT_REC_MAX_ARGS);
+    for (size_t k = 0; k < recorded_args; ++k) regs.set(cc.args[k], e.words[FT_REC_CALL_ARGS + k]);
     regs.set_sp(slot);
     regs.set_ip(fn.address);
-    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true, caller);
+    unsigned nargs = std::min(FT_REC_FLAGS_NARGS(e.flags), FT_REC_MAX_ARGS);
+    std::span<const uint64_t> stack;
+    if (e.nwords > FT_REC_CALL_ARGS + nargs)
+      stack = {e.words + FT_REC_CALL_ARGS + nargs, e.nwords - FT_REC_CALL_ARGS - nargs};
+    std::vector<uint64_t> frames(stack.begin(), stack.end());
+    if (!frames.empty()) frames[0] = caller.value();  // the hook of a tail call is not a caller
+    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true, caller, frames);
     return;
   }
   if (e.kind != FT_REC_RETURN) return;

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/untraced.h"
 #include "core/procfs.h"
+#include "core/recorder.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
 #include "core/tracee_guards.h"
@@ -98,6 +99,7 @@ Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::v
     if (m.path != p.exe) load_module(p, t, regs, m, false);
   report_.write_modules(p);
   plan_ifunc_resolution(p, t, regs);
+  fast_path_.update_unwind(p);
   return {};
 }
 
@@ -134,6 +136,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
   if (p.trace)
     for (size_t i = before; i < p.space.modules.size(); ++i) report_.write_module(p, *p.space.modules[i]);
   plan_ifunc_resolution(p, t, regs);
+  fast_path_.update_unwind(p);
 }
 
 void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main) {
@@ -265,13 +268,15 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     std::string reason;
     if (auto cap = host_.capture(fi); !cap) {
       reason = "a plugin needs the stopped thread at its calls";
-    } else if (cap->fp_args || cap->strings || cap->backtrace > 1) {
-      reason = cap->backtrace ? "a plugin takes backtraces at its calls"
-                              : "a plugin reads floating-point arguments or strings at its calls";
+    } else if (cap->fp_args || cap->strings || cap->backtrace > FT_REC_MAX_STACK) {
+      reason = cap->backtrace > FT_REC_MAX_STACK ? "a plugin takes deeper backtraces at its calls"
+                                                 : "a plugin reads floating-point arguments or strings at its calls";
     } else if (SsolArea* area = area_near(p, t, regs, addr)) {
       uint32_t id = static_cast<uint32_t>(p.space.functions.size());
       p.space.functions.push_back(fi);
-      if (fast_path_.patch(p, t, regs, m, sym, addr, id, *area, reason)) {
+      // A one-frame backtrace is the call's return address, which every record has.
+      unsigned frames = cap->backtrace > 1 ? cap->backtrace : 0;
+      if (fast_path_.patch(p, t, regs, m, sym, addr, id, cap->int_args, frames, *area, reason)) {
         const EntryPatchSite& site = p.space.recorder.patches.back();
         Breakpoint bp;  // the trampoline's trap stands for the entry on the stop path
         bp.addr = site.slow_trap;

@@ -47,20 +47,24 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
   Emitter e;
   // Pushed in reverse so that [rsp] .. [rsp+40] are rdi, rsi, rdx, rcx, r8, r9 (the
   // arguments in order), then rax (al: vector registers of a variadic call), r10 (a
-  // static chain), r11; the return address at [rsp+72]. 9 pushes keep the alignment
-  // of a call: rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call below.
+  // static chain), r11, rbp (for stack walks); a word of padding, the return address
+  // at [rsp+88]. rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call below.
+  e.bytes({0x48, 0x83, 0xec, 0x08});  // sub rsp, 8
+  e.bytes({0x55});                    // push rbp
   e.bytes({0x41, 0x53, 0x41, 0x52, 0x50, 0x41, 0x51, 0x41, 0x50, 0x51, 0x52, 0x56, 0x57});
   read_tsc(e);
   e.bytes({0x49, 0x89, 0xc1});        // mov r9, rax        tsc
   e.bytes({0x48, 0xbf}).u64(region);  // movabs rdi, region
   e.bytes({0x48, 0xbe}).u64(site);    // movabs rsi, site
   e.bytes({0x48, 0x89, 0xe2});        // mov rdx, rsp       args
-  e.bytes({0x48, 0x8d, 0x4c, 0x24, 0x48});  // lea rcx, [rsp+72]  slot
+  e.bytes({0x48, 0x8d, 0x4c, 0x24, 0x58});  // lea rcx, [rsp+88]  slot
   e.bytes({0xf3, 0x49, 0x0f, 0xae, 0xc0});  // rdfsbase r8        tp
   e.bytes({0x48, 0xb8}).u64(entry_fn);      // movabs rax, entry_fn
   e.bytes({0xff, 0xd0});                    // call rax
   e.bytes({0x48, 0x85, 0xc0});              // test rax, rax (pops leave the flags)
   e.bytes({0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41, 0x59, 0x58, 0x41, 0x5a, 0x41, 0x5b});
+  e.bytes({0x5d});                          // pop rbp
+  e.bytes({0x48, 0x8d, 0x64, 0x24, 0x08});  // lea rsp, [rsp+8] (the flags stay)
   size_t to_slow = e.jcc32(0x85);           // jnz slow
   size_t body = e.size();
   e.raw(window);
@@ -101,6 +105,6 @@ RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
 
 }  // namespace
 
-const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, 128};
+const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, 144};
 
 }  // namespace ft::arch

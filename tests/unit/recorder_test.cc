@@ -96,7 +96,7 @@ TEST_P(RecorderTest, ACallIsRecordedWithItsArgumentsAndItsReturnHooked) {
   ASSERT_EQ(evs.size(), 1u);
   EXPECT_EQ(evs[0].kind, FT_REC_CALL);
   EXPECT_EQ(evs[0].fn, 42u);
-  EXPECT_EQ(evs[0].flags, FT_REC_HOOKED);
+  EXPECT_EQ(evs[0].flags, FT_REC_HOOKED | 3u << 8);  // hooked, three arguments
   EXPECT_EQ(evs[0].tsc, 1000u);
   EXPECT_EQ(evs[0].words.size(), 5u);
   EXPECT_EQ(evs[0].words[FT_REC_CALL_SLOT], reinterpret_cast<uint64_t>(&stack[0]));
