@@ -318,6 +318,14 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t* tag) {
   return 0;
 }
 
+// What on_call reads: the first three integer arguments and a backtrace of -b frames
+// (one, the caller, for releases made by the allocator itself).
+int on_capture(void*, const ft_function*, ft_capture* out) {
+  out->int_args = 3;
+  out->backtrace = std::max(opts.depth, 1u);
+  return 1;
+}
+
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   Kind kind = static_cast<Kind>(fn->tag);
   ThreadState& ts = threads[host->tid(ctx)];
@@ -663,7 +671,7 @@ void on_module(void*, ft_ctx* ctx, const ft_module* m) {
 
 const ft_plugin kPlugin = ft::sdk::table(
     schema::plugin::kMemtrace, {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event,
-                             .snapshot = on_snapshot});
+                             .snapshot = on_snapshot, .capture = on_capture});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;
