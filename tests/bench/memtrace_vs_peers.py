@@ -6,6 +6,7 @@ own allocating loop) and runs it, in the same run:
 
   untraced
   functracer -q -e memtrace -o TMP --stats -b 8      (and -b 0, -b 16)
+  the same with FT_FAST_PATH=1, -b 8 and -b 16       (calls recorded in the process)
   ltrace -e malloc+free -o FILE                      (if ltrace is installed)
   heaptrack -o FILE                                  (if heaptrack is installed)
   valgrind --tool=memcheck -q                        (if valgrind is installed)
@@ -87,6 +88,12 @@ def main():
                 f"functracer -b {depth}",
                 [args.functracer, "-q", "-e", "memtrace", "-o", outdir, "-b", str(depth), "--stats",
                  binary, str(n)], ft_check, prepare=clean))
+        # Calls recorded in the process (doc/internals.md §8b), call stacks walked there.
+        for depth in (8, 16):
+            results.append(bench(
+                f"functracer -b {depth} in process",
+                ["env", "FT_FAST_PATH=1", args.functracer, "-q", "-e", "memtrace", "-o", outdir, "-b", str(depth),
+                 "--stats", binary, str(n)], ft_check, prepare=clean))
 
         if benchlib.optional_tool("ltrace"):
             log = os.path.join(tmp, "ltrace.log")
