@@ -55,17 +55,6 @@ def marked_lines(source):
     return marks
 
 
-def load_segments(exe):
-    """[(p_offset, p_vaddr, p_filesz)] of the LOAD segments (readelf -lW)."""
-    res = h.run(["readelf", "-lW", exe])
-    segs = []
-    for line in res.out.splitlines():
-        w = line.split()
-        if w and w[0] == "LOAD":
-            segs.append((int(w[1], 16), int(w[2], 16), int(w[4], 16)))
-    return segs
-
-
 def link_address(addr, modules, exe, segs):
     """The link-time address in `exe` of a runtime address, or None."""
     real = os.path.realpath(exe)
@@ -105,7 +94,7 @@ def check_dump(ck, label, exe, files, marks):
     missing = [r for r in calls if "callsite" not in r]
     if not ck.check(not missing, f"{label}: call records without callsite: {missing[:2]}"):
         return
-    segs = load_segments(exe)
+    segs = h.load_segments(exe)
     links = [link_address(as_int(r["callsite"]), modules, exe, segs) for r in calls]
     if not ck.check(None not in links, f"{label}: a callsite outside the executable: "
                     f"{[r['callsite'] for r in calls]}"):
@@ -151,7 +140,7 @@ def replayed_site_times(exe, files):
     """{(callee, (file, line)): (calls, inclusive ns)} from the raw records, the line
     from addr2line at callsite - 1."""
     out = collections.defaultdict(lambda: [0, 0])
-    segs = load_segments(exe)
+    segs = h.load_segments(exe)
     for path in files:
         records = parse_trace(path)
         modules = [r for r in records if r["type"] == "module"]
@@ -172,13 +161,19 @@ def replayed_site_times(exe, files):
     return out
 
 
+def write_report(ck, label, report, path, files, reader, package):
+    """Writes `report` of the traces to `path` for `reader`; False (and a skip or a
+    failure said) when it cannot be read."""
+    if shutil.which(reader) is None:
+        ck.skip(f"{label}: {report}", f"{reader} ({package}) is not installed")
+        return False
+    res = h.run_postproc([report, "-o", path] + files)
+    return ck.check(res.status == 0, f"{label}: {report} report failed\n{res.describe()}")
+
+
 def check_callgrind(ck, label, exe, files, marks, work):
-    if shutil.which("callgrind_annotate") is None:
-        ck.skip(f"{label}: callgrind", "callgrind_annotate (valgrind) is not installed")
-        return
     out = os.path.join(work, f"{label}.callgrind")
-    res = h.run_postproc(["callgrind", "-o", out] + files)
-    if not ck.check(res.status == 0, f"{label}: callgrind report failed\n{res.describe()}"):
+    if not write_report(ck, label, "callgrind", out, files, "callgrind_annotate", "valgrind"):
         return
     ann = h.run(["callgrind_annotate", "--auto=yes", "--context=1000", out])
     if not ck.check(ann.status == 0, f"{label}: callgrind_annotate failed\n{ann.describe()}"):
@@ -219,12 +214,8 @@ GPROF_PARENT = re.compile(
 
 
 def check_gprof(ck, label, exe, files, marks, work):
-    if shutil.which("gprof") is None:
-        ck.skip(f"{label}: gprof", "gprof (binutils) is not installed")
-        return
     gmon = os.path.join(work, f"{label}.gmon")
-    res = h.run_postproc(["gprof", "-o", gmon] + files)
-    if not ck.check(res.status == 0, f"{label}: gprof report failed\n{res.describe()}"):
+    if not write_report(ck, label, "gprof", gmon, files, "gprof", "binutils"):
         return
     g = h.run(["gprof", "-l", "-q", "-b", exe, gmon])
     if not ck.check(g.status == 0, f"{label}: gprof -l -q failed\n{g.describe()}"):
