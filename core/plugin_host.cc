@@ -127,6 +127,15 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
     frames[0] = c->recorded_caller.value();
     return 1;
   }
+  if (max == 1 && !c->call_pc.null() && c->regs && !c->thread->stack.frames().empty()) {
+    // The call site alone (calltrace asks at every call): the frame pushed at this
+    // very stop for the return of the function has it, with no stack to read.
+    const ShadowFrame& f = c->thread->stack.frames().back();
+    if (f.slot == c->regs->sp() && f.entry_ns == c->now_ns && !f.real_ret.null()) {
+      frames[0] = f.real_ret.value();
+      return 1;
+    }
+  }
   Registers regs;
   if (c->regs) {
     regs = *c->regs;

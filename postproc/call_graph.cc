@@ -9,6 +9,7 @@ namespace ft::post {
 void CallGraph::begin_process(const TraceReader& reader) {
   symbolizer_.begin_process();
   by_address_.clear();
+  sites_.clear();
   threads_.clear();
   Process p;
   p.pid = reader.pid();
@@ -23,6 +24,7 @@ void CallGraph::on_record(const TraceRecord& record) {
   if (record.type == schema::type::kModule || record.type == schema::type::kExec) {
     symbolizer_.observe(record);
     by_address_.clear();
+    sites_.clear();
   }
 }
 
@@ -45,6 +47,18 @@ uint32_t CallGraph::function_for(const Activation& a) {
   return it->second;
 }
 
+const CallGraph::Site& CallGraph::site_for(uint64_t callsite) {
+  auto [it, inserted] = sites_.try_emplace(callsite);
+  if (inserted) {
+    it->second.location = symbolizer_.locate(callsite);
+    it->second.key = symbolizer_.key(it->second.location);
+    const ResolvedAddress& r = symbolizer_.resolve(it->second.location, true);
+    if (it->second.key.file != Symbolizer::kNone && r.symbol_size > 0)
+      it->second.symbol = Symbolizer::CodeKey{it->second.key.file, r.symbol_address};
+  }
+  return it->second;
+}
+
 void CallGraph::on_call(int64_t tid, const Activation& a) {
   if (tid_ && *tid_ != tid) return;
   uint32_t id = function_for(a);
@@ -55,7 +69,7 @@ void CallGraph::on_call(int64_t tid, const Activation& a) {
   ++functions_[id].calls;
 }
 
-void CallGraph::on_end(int64_t tid, const Activation& /*a*/, const ActivationEnd& end) {
+void CallGraph::on_end(int64_t tid, const Activation& a, const ActivationEnd& end) {
   if (tid_ && *tid_ != tid) return;
   ThreadState& t = threads_[tid];
   if (t.stack.empty()) return;  // not possible with CallModel: every end had its call
@@ -64,9 +78,15 @@ void CallGraph::on_end(int64_t tid, const Activation& /*a*/, const ActivationEnd
   uint32_t caller = t.stack.empty() ? kRoot : t.stack.back();
   Function& f = functions_[id];
   f.self_ns += end.self_ns;
-  Arc& arc = arcs_[{caller, id}];
-  arc.caller = caller;
-  arc.callee = id;
+  const Site* site = a.callsite && caller != kRoot ? &site_for(*a.callsite) : nullptr;
+  if (site && site->symbol != functions_[caller].key) site = nullptr;  // not made by the caller
+  auto [it, inserted] = arcs_.try_emplace(ArcKey{caller, id, site != nullptr, site ? site->key : Symbolizer::CodeKey{}});
+  Arc& arc = it->second;
+  if (inserted) {
+    arc.caller = caller;
+    arc.callee = id;
+    if (site) arc.site = site->location;
+  }
   ++arc.calls;
   if (--t.active[id] == 0) {
     f.inclusive_ns += end.inclusive_ns;
@@ -80,7 +100,7 @@ std::vector<CallGraph::Arc> CallGraph::arcs() const {
   std::vector<Arc> out;
   out.reserve(arcs_.size());
   for (const auto& [k, arc] : arcs_) out.push_back(arc);
-  return out;  // the map's order: (caller, callee), kRoot = UINT32_MAX last
+  return out;  // the map's order: (caller, callee, site), kRoot = UINT32_MAX last
 }
 
 uint64_t CallGraph::total_self_ns() const {

@@ -14,8 +14,14 @@
 //   inclusive_ns  inclusive time of the outermost activations only: an activation made
 //                 while another one of the same function is open on the same thread
 //                 lies inside that one's time (doc/trace-format.md §5, total_ns)
-// Per arc (caller function -> callee function, the caller being the activation right
-// below the callee on its thread's stack, or kRoot for an outermost call):
+// Per arc (caller function -> callee function at one call site, the caller being the
+// activation right below the callee on its thread's stack, or kRoot for an outermost
+// call). The call site is the call record's callsite, a return address, identified
+// across processes by its CodeKey like the functions. It counts only when it lies in
+// the caller's ELF symbol (at callsite - 1): an untraced function between the two
+// made the call otherwise. Calls without a site that counts (older traces record
+// none, outermost calls, calls through untraced functions) make one arc per caller
+// and callee, without a site.
 //   calls         how often the caller called the callee
 //   inclusive_ns  the inclusive time of those calls that were outermost activations of
 //                 the callee; a recursive call (the callee already open on the thread)
@@ -29,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -53,6 +60,9 @@ class CallGraph : public CallObserver {
   struct Arc {
     uint32_t caller = kRoot;
     uint32_t callee = 0;
+    // The return address of the calls, in the first process that made them (resolve
+    // it as a return address); none: see above.
+    std::optional<Symbolizer::Location> site;
     uint64_t calls = 0;
     uint64_t inclusive_ns = 0;
   };
@@ -74,7 +84,7 @@ class CallGraph : public CallObserver {
   void end_process() override;
 
   const std::vector<Function>& functions() const { return functions_; }
-  // Sorted by (caller, callee); kRoot callers last.
+  // Sorted by (caller, callee, call site); kRoot callers last.
   std::vector<Arc> arcs() const;
   const std::vector<Process>& processes() const { return processes_; }
   // Sum of self_ns over every function: the time inside traced functions.
@@ -86,13 +96,22 @@ class CallGraph : public CallObserver {
     std::vector<uint32_t> active;  // per function id: open activations
   };
   uint32_t function_for(const Activation& a);
+  struct Site {
+    Symbolizer::Location location;
+    Symbolizer::CodeKey key;
+    Symbolizer::CodeKey symbol;  // the ELF symbol it lies in (file kNone: none)
+  };
+  const Site& site_for(uint64_t callsite);
+  // (caller, callee, has a site, the site's key)
+  using ArcKey = std::tuple<uint32_t, uint32_t, bool, Symbolizer::CodeKey>;
 
   Symbolizer& symbolizer_;
   std::optional<int64_t> tid_;
   std::vector<Function> functions_;
   std::map<std::pair<Symbolizer::CodeKey, std::string>, uint32_t> index_;
   std::unordered_map<uint64_t, uint32_t> by_address_;  // this process, current module map
-  std::map<std::pair<uint32_t, uint32_t>, Arc> arcs_;
+  std::unordered_map<uint64_t, Site> sites_;           // this process, current module map
+  std::map<ArcKey, Arc> arcs_;
   std::unordered_map<int64_t, ThreadState> threads_;
   std::vector<Process> processes_;
 };

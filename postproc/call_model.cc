@@ -68,6 +68,7 @@ void CallModel::on_call(const TraceRecord& r) {
   a.nargs = call.nargs;
   if (call.types) a.types = std::string(*call.types);
   a.fargs.assign(call.fargs.begin(), call.fargs.end());
+  a.callsite = call.callsite;
   t.stack.push_back(std::move(a));
   observer_.on_call(t.tid, t.stack.back());
 }

@@ -45,6 +45,7 @@ struct Activation {
   std::optional<int64_t> nargs;
   std::optional<std::string> types;  // the call record's "types" field (value_types.h)
   HexList fargs;                     // floating-point argument registers, if recorded
+  std::optional<uint64_t> callsite;  // the return address it was called with, if recorded
   uint64_t children_ns = 0;  // inclusive time of the direct callees that have ended
   uint64_t children = 0;     // number of direct callees that have ended
 };

@@ -39,6 +39,7 @@ constexpr OptionSpec kOptions[] = {
     {"--output", 'o', "a file name", 0},
     {"--json", 0, "", kAcceptsJson},
     {"--time", 0, "", kAcceptsTime},
+    {"--no-callsite", 0, "", kAcceptsCallsite},
     {"--tid", 0, "a thread id", kAcceptsTid},
     {"--sort", 0, "a sort key", 0},
     {"--metric", 0, "a metric", 0},
@@ -87,6 +88,7 @@ std::string usage_text() {
       "Options:\n"
       "      --json            JSON output\n"
       "      --time            show the duration of each call (tree)\n"
+      "      --no-callsite     leave out where each call was made (tree)\n"
       "      --tid=N           only thread N\n"
       "      --sort=KEY        order of the entries (see functracer-postproc(1))\n"
       "      --metric=KEY      what the report measures (flamegraph: time, calls,\n"
@@ -181,6 +183,8 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
       o.json = true;
     } else if (n == "--time") {
       o.time = true;
+    } else if (n == "--no-callsite") {
+      o.callsite = false;
     } else if (n == "--tid") {
       o.tid = positive(value);
       if (!o.tid) {

@@ -56,7 +56,7 @@ constexpr ReportSpec kReports[] = {
     {"calls", "per-function call counts, total and self time", report_calls,
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
-     kAcceptsTime | kAcceptsTid, {}},
+     kAcceptsTime | kAcceptsTid | kAcceptsCallsite | kAcceptsResolve, {}},
     {"chrome", "Chrome trace-event JSON for Perfetto, chrome://tracing, speedscope",
      report_chrome, kAcceptsTid, {}},
     {"flamegraph", "folded stacks or an SVG flame graph of time, calls or heap bytes",

@@ -23,6 +23,7 @@ namespace ft::post {
 struct ReportOptions {
   bool json = false;             // --json
   bool time = false;             // --time
+  bool callsite = true;          // false with --no-callsite
   std::optional<int64_t> tid;    // --tid N: only this thread
   std::string sort;              // --sort KEY (empty: the report's default)
   std::string metric;            // --metric KEY (empty: the report's default)
@@ -101,6 +102,7 @@ enum ReportAccepts : uint32_t {
   kAcceptsResolve = 1 << 7,       // --sysroot, --debug-dir
   kAcceptsSvg = 1 << 8,           // --svg
   kAcceptsLeakKinds = 1 << 9,     // --kinds, --error-exitcode
+  kAcceptsCallsite = 1 << 10,     // --no-callsite
 };
 
 struct ReportSpec {

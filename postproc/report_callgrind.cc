@@ -108,14 +108,30 @@ Status report_callgrind(const ReportOptions& options, Output& out, Diagnostics& 
     line("fl=" + fl(p.file));
     line("fn=" + fn(p.name));
     line(fmt::format("{} {}", p.line, self_ns));
+    std::string file = p.file;  // of the position lines that follow
     for (; next_arc < arcs.size() && arcs[next_arc].caller == id; ++next_arc) {
       const CallGraph::Arc& a = arcs[next_arc];
       const Place& c = place(a.callee);
+      // The line of the call: the caller's own source frame at the call site.
+      int64_t at = p.line;
+      std::string site_file;
+      if (a.site) {
+        const SourceFrame& s = symbolizer.resolve(*a.site, true).frames.back();
+        if (s.line && s.file) {
+          at = *s.line;
+          site_file = one_line(*s.file);
+        }
+      }
+      if (site_file.empty()) site_file = p.file;
+      if (site_file != file) {
+        line("fi=" + fl(site_file));
+        file = std::move(site_file);
+      }
       line("cob=" + ob(c.object));
       line("cfl=" + fl(c.file));
       line("cfn=" + fn(c.name));
       line(fmt::format("calls={} {}", a.calls, c.line));
-      line(fmt::format("{} {}", p.line, a.inclusive_ns));
+      line(fmt::format("{} {}", at, a.inclusive_ns));
     }
     flush();
   };

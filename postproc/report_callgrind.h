@@ -7,10 +7,16 @@
 //                    time, "(id)" after), at the module, source file and line of its
 //                    entry address (Symbolizer; "???" and line 0 when unknown)
 //   LINE SELF        its self time in ns at that line
-//   cob=/cfl=/cfn=   each function it called,
+//   fi=              when a call site is in another file than the function's entry
+//   cob=/cfl=/cfn=   each function it called, per call site,
 //   calls=N LINE     how often, the callee's line,
-//   LINE INCLUSIVE   and the inclusive time of those calls, at the caller's line
-//                    (the trace has no call sites: the caller's own line)
+//   LINE INCLUSIVE   and the inclusive time of those calls, at the line of the call:
+//                    the arc's call site (CallGraph) resolved at callsite - 1, the
+//                    caller's own frame there (not code inlined into it); the
+//                    caller's entry line when the site is unknown (older traces,
+//                    calls through untraced functions, no DWARF line there).
+//                    callgrind_annotate's annotated source then shows each call
+//                    ("=> file:callee (Nx)") under the line that made it
 //   summary:/totals: the sum of every self time
 // Times come from CallGraph (postproc/call_graph.h): a recursive call adds its count
 // but no inclusive time, as callgrind records it, so the inclusive time that

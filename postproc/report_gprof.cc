@@ -230,10 +230,16 @@ Status report_gprof(const ReportOptions& options, Output& out, Diagnostics& diag
       library_arcs += a.calls;
       continue;
     }
+    // Inside the call instruction, as its line is wanted (gprof -l), not the next one's.
+    uint64_t from = placed[a.caller]->start;
+    if (a.site) {
+      Symbolizer::CodeKey site = symbolizer.key(*a.site);
+      if (site.file != Symbolizer::kNone && site.offset > from) from = site.offset - 1;
+    }
     for (uint64_t left = a.calls; left > 0;) {
       uint64_t count = std::min<uint64_t>(left, UINT32_MAX);
       data += '\1';  // GMON_TAG_CG_ARC
-      put(data, placed[a.caller]->start, sizeof(void*));
+      put(data, from, sizeof(void*));
       put(data, placed[a.callee]->start, sizeof(void*));
       put(data, count, 4);
       left -= count;

@@ -23,9 +23,13 @@
 // exact to 1 ns, and the resolution ("Each sample counts as ...") coarsens only for
 // functions with a lot of time and few bytes.
 //
-// Arcs: for each caller -> callee pair of traced functions, how often. from_pc is the
-// caller's entry address (calltrace records no return addresses), self_pc the
-// callee's entry. gprof can only name functions of the executable: functions in shared
+// Arcs: for each caller -> callee pair of traced functions and each call site, how
+// often. from_pc is the call site (CallGraph's arc site: the call record's return
+// address, at link time) minus 1, inside the call instruction, so that `gprof -l`
+// names the line of the call (a return address may be the first byte of the next
+// line's code) and each call site is an arc of its own; the caller's entry address
+// when the site is unknown (older traces, calls through untraced functions). self_pc
+// is the callee's entry. gprof can only name functions of the executable: functions in shared
 // libraries and the arcs that touch them are left out, and so are outermost calls,
 // whose caller was not traced (gprof shows such a function as <spontaneous>; trace
 // its caller, e.g. main, to see those calls). A line on stderr says how many.

@@ -11,6 +11,7 @@
 #include "functracer/schema.h"
 #include "postproc/call_model.h"
 #include "postproc/call_values.h"
+#include "postproc/symbolizer.h"
 
 namespace ft::post {
 
@@ -18,12 +19,18 @@ namespace {
 
 class TreeObserver : public CallObserver {
  public:
-  TreeObserver(const ReportOptions& options, Output& out) : options_(options), out_(out) {}
+  TreeObserver(const ReportOptions& options, Output& out, Diagnostics& diag)
+      : options_(options), out_(out), symbolizer_(diag, options.resolve) {}
 
-  void begin_process(const TraceReader& reader) override { pid_ = reader.pid(); }
+  void begin_process(const TraceReader& reader) override {
+    pid_ = reader.pid();
+    symbolizer_.begin_process();
+  }
 
   void on_record(const TraceRecord& r) override {
-    if (r.type == schema::type::kSignal) {
+    if (r.type == schema::type::kModule) {
+      symbolizer_.observe(r);
+    } else if (r.type == schema::type::kSignal) {
       std::string text = "<signal ";
       const std::string* name = r.get_str(schema::key::kName);
       if (name && !name->empty()) {
@@ -44,6 +51,7 @@ class TreeObserver : public CallObserver {
         text += '?';
       }
       annotate(r.tid, text + ">");
+      symbolizer_.observe(r);
     }
   }
 
@@ -56,6 +64,7 @@ class TreeObserver : public CallObserver {
     t->text += '(';
     append_call_args(t->text, a);
     t->text += ')';
+    t->site = site_of(a);
     t->line_open = true;
     t->level = a.level + 1;
   }
@@ -63,6 +72,7 @@ class TreeObserver : public CallObserver {
   void on_end(int64_t tid, const Activation& a, const ActivationEnd& end) override {
     ThreadOut* t = thread(tid);
     if (!t) return;
+    bool leaf = t->line_open;
     if (!t->line_open) {
       indent(*t, a.level);
       t->text += '}';
@@ -78,6 +88,7 @@ class TreeObserver : public CallObserver {
       t->text += '>';
     }
     if (options_.time) t->text += " <" + format_duration(end.inclusive_ns) + ">";
+    if (leaf) t->text += t->site;
     t->text += '\n';
     t->level = a.level;
   }
@@ -96,6 +107,7 @@ class TreeObserver : public CallObserver {
     int64_t tid = 0;
     std::string text;
     bool line_open = false;  // a call line waits to learn whether it has callees
+    std::string site;        // " [file.c:LINE]" of that call, or empty
     size_t level = 0;        // current nesting
   };
 
@@ -107,7 +119,7 @@ class TreeObserver : public CallObserver {
     auto [it, inserted] = index_.try_emplace(tid, threads_.size());
     if (inserted) {
       if (threads_.empty()) write_section_header(tid);
-      threads_.push_back(ThreadOut{tid, {}, false, 0});
+      threads_.push_back(ThreadOut{tid, {}, false, {}, 0});
     }
     ThreadOut* t = &threads_[it->second];
     if (it->second == 0 && t->text.size() >= kStreamBytes) {
@@ -123,9 +135,24 @@ class TreeObserver : public CallObserver {
     out_.write(fmt::format("== pid {} tid {} ==\n", pid_, tid));
   }
 
+  // " [file.c:LINE]": the source line of the call instruction, the one before the
+  // return address (innermost frame: the line in inlined code, if the call is there).
+  std::string site_of(const Activation& a) {
+    if (!options_.callsite || !a.callsite || *a.callsite == 0) return {};
+    const ResolvedAddress& r = symbolizer_.resolve(symbolizer_.locate(*a.callsite), true);
+    const SourceFrame& f = r.frames.front();
+    if (!f.file || !f.line) return {};
+    size_t slash = f.file->rfind('/');
+    std::string_view name = slash == std::string::npos ? std::string_view(*f.file)
+                                                       : std::string_view(*f.file).substr(slash + 1);
+    return fmt::format(" [{}:{}]", name, *f.line);
+  }
+
   static void open_brace(ThreadOut& t) {
     if (t.line_open) {
-      t.text += " {\n";
+      t.text += " {";
+      t.text += t.site;
+      t.text += '\n';
       t.line_open = false;
     }
   }
@@ -145,6 +172,7 @@ class TreeObserver : public CallObserver {
 
   const ReportOptions& options_;
   Output& out_;
+  Symbolizer symbolizer_;
   Demangler demangler_;
   int64_t pid_ = 0;
   bool first_section_ = true;
@@ -155,7 +183,7 @@ class TreeObserver : public CallObserver {
 }  // namespace
 
 Status report_tree(const ReportOptions& options, Output& out, Diagnostics& diag) {
-  TreeObserver observer(options, out);
+  TreeObserver observer(options, out, diag);
   return replay_traces(options.traces, observer, diag);
 }
 

@@ -82,6 +82,7 @@ inline constexpr char kNargs[] = "nargs";
 inline constexpr char kTypes[] = "types";
 inline constexpr char kRetval[] = "retval";
 inline constexpr char kFretval[] = "fretval";
+inline constexpr char kCallsite[] = "callsite";
 inline constexpr char kFd[] = "fd";
 inline constexpr char kPath[] = "path";
 inline constexpr char kName[] = "name";
@@ -470,7 +471,9 @@ inline constexpr size_t kArgRegisters = 6;
 // `call`: a traced function was entered. `args` are the integer argument registers;
 // `fargs` the floating-point argument registers in use; `nargs` and `types` say how
 // many parameters there are and of what kind, when that is known; strings[i] is the
-// string argument register i points to (key::kStr[i]).
+// string argument register i points to (key::kStr[i]); `callsite` is the return
+// address the function was called with (the instruction after the call), absent in
+// traces written before it was recorded and when it could not be read.
 struct CallRecord {
   static constexpr const char* kType = type::kCall;
   FrameFields frame;
@@ -479,10 +482,12 @@ struct CallRecord {
   std::optional<int64_t> nargs;
   std::optional<std::string_view> types;
   std::optional<std::string_view> strings[kArgRegisters];
+  std::optional<uint64_t> callsite = std::nullopt;  // defaulted: older initializers stay complete
 
   template <class Writer>
   void write(Writer& w) const {
     frame.write(w);
+    if (callsite) w.hex(key::kCallsite, *callsite);
     if (!args.empty()) w.list(key::kArgs, args.data, args.size);
     if (!fargs.empty()) w.list(key::kFargs, fargs.data, fargs.size);
     if (nargs) w.integer(key::kNargs, *nargs);
@@ -500,6 +505,7 @@ struct CallRecord {
     c.nargs = r.get_int(key::kNargs);
     c.types = detail::str(r, key::kTypes);
     for (size_t i = 0; i < kArgRegisters; ++i) c.strings[i] = detail::str(r, key::kStr[i]);
+    c.callsite = r.get_hex(key::kCallsite);
     return c;
   }
 };

@@ -1,8 +1,8 @@
 // calltrace: records calls and returns of the functions selected with -a (every
 // function of the main executable when no -a is given), with the six integer argument
-// registers, string arguments where DWARF says a parameter is a char *, return values
-// and call depth. With -o the records go to the trace file; without, an ltrace-like
-// call log is printed on stderr.
+// registers, string arguments where DWARF says a parameter is a char *, return values,
+// call depth and call site (the return address). With -o the records go to the trace
+// file; without, an ltrace-like call log is printed on stderr.
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -210,13 +211,23 @@ int string_reg(const ft_function* fn, int i) {
 }
 
 // What on_call reads: the six integer argument registers, the floating-point ones in
-// use, and the strings DWARF's parameter types point at.
+// use, the strings DWARF's parameter types point at, and the call site.
 int on_capture(void*, const ft_function* fn, ft_capture* out) {
   out->int_args = 6;
+  out->backtrace = 1;
   out->fp_args = static_cast<unsigned>(std::min<size_t>(fp_args_of(fn), 8));
   for (int i = 0; i < fn->nparams; ++i)
     if (int reg = string_reg(fn, i); reg >= 0) out->strings |= 1u << reg;
   return 1;
+}
+
+// Where the call was made: the return address the function was entered with (the
+// first frame of the host's backtrace at a call; the real one when functracer has
+// replaced it with its trampoline). Nothing when the stack cannot be read.
+std::optional<uint64_t> callsite_of(ft_ctx* ctx) {
+  ft_addr ret = 0;
+  if (host->backtrace(ctx, &ret, 1) != 1 || ret == 0) return std::nullopt;
+  return ret;
 }
 
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
@@ -245,6 +256,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     is_str[reg] = true;
     call.strings[reg] = strs[reg];
   }
+  call.callsite = callsite_of(ctx);
   ft::sdk::record(host, ctx, call);
 
   if (!state.streaming) return;

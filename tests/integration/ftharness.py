@@ -685,6 +685,17 @@ def areas(pid):
 # Binary inspection.
 
 
+def load_segments(path):
+    """[(p_offset, p_vaddr, p_filesz)] of the PT_LOAD segments."""
+    res = run(["readelf", "-lW", path])
+    segs = []
+    for line in res.out.splitlines():
+        w = line.split()
+        if w and w[0] == "LOAD":
+            segs.append((int(w[1], 16), int(w[2], 16), int(w[4], 16)))
+    return segs
+
+
 def symbols(binary, dynamic=False):
     """Defined text symbols: list of (mangled, demangled)."""
     base = ["nm", "--defined-only"] + (["-D"] if dynamic else [])

@@ -65,17 +65,6 @@ DEFAULT_DEPTH = 10
 # (for the executable, which has DWARF) or the dynamic symbol table (libraries).
 
 
-def load_segments(path):
-    """[(p_offset, p_vaddr, p_filesz)] of the PT_LOAD segments."""
-    res = h.run(["readelf", "-lW", path])
-    segs = []
-    for line in res.out.splitlines():
-        w = line.split()
-        if w and w[0] == "LOAD":
-            segs.append((int(w[1], 16), int(w[2], 16), int(w[4], 16)))
-    return segs
-
-
 class Resolver:
     def __init__(self, records):
         self.modules = []  # (base, end, offset, path), later records first
@@ -100,7 +89,7 @@ class Resolver:
             return None
         base, offset, path = m
         if path not in self._segs:
-            self._segs[path] = load_segments(path) if os.path.exists(path) else []
+            self._segs[path] = h.load_segments(path) if os.path.exists(path) else []
         for p_offset, p_vaddr, p_filesz in self._segs[path]:
             page_off = p_offset & ~0xfff
             if page_off <= offset < p_offset + max(p_filesz, 1):

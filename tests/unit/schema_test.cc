@@ -135,8 +135,9 @@ TEST(Schema, CallRecordLineAndBack) {
   uint64_t fargs[1] = {0x3ff8000000000000};
   sc::CallRecord c{{"_Z3fibi", 0x401126, 2}, {args, 6}, {fargs, 1}, 3, "i4,s,f8>u8", {}};
   c.strings[1] = "a \"b\"";
+  c.callsite = 0x401200;
   std::string line = line_of(sc::CallRecord::kType, c);
-  EXPECT_EQ(line, "5 77 1000 call function=\"_Z3fibi\" address=0x401126 depth=2 "
+  EXPECT_EQ(line, "5 77 1000 call function=\"_Z3fibi\" address=0x401126 depth=2 callsite=0x401200 "
                   "args=[0x5,0x7ffc0010,0x0,0x0,0x0,0x1] fargs=[0x3ff8000000000000] nargs=3 "
                   "types=\"i4,s,f8>u8\" str1=\"a \\\"b\\\"\"");
   TraceRecord r = parsed(line);
@@ -150,6 +151,7 @@ TEST(Schema, CallRecordLineAndBack) {
   EXPECT_EQ(back.types, "i4,s,f8>u8");
   EXPECT_FALSE(back.strings[0]);
   EXPECT_EQ(back.strings[1], "a \"b\"");
+  EXPECT_EQ(back.callsite, 0x401200u);
   // Without parameter information, fargs or strings: only the fields the call has.
   sc::CallRecord bare{{"f", 0x10, 0}, {args, 6}, {}, std::nullopt, std::nullopt, {}};
   EXPECT_EQ(line_of(sc::type::kCall, bare),
@@ -166,6 +168,7 @@ TEST(Schema, HostileCallsReadSafely) {
   EXPECT_TRUE(c.args.empty());
   EXPECT_FALSE(c.strings[0]);
   EXPECT_FALSE(c.nargs);
+  EXPECT_FALSE(c.callsite);  // traces written before call sites were recorded
   // An unwound record without a reason reads as "unknown"; a return without retval as 0.
   TraceRecord u_rec = parsed("1 1 1 unwound function=\"g\" depth=3");
   sc::UnwoundRecord u = sc::UnwoundRecord::read(u_rec);
