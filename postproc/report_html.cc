@@ -38,7 +38,7 @@ table.callers, table.callees { margin: 0.3em 0 0.6em 1em; font-size: 0.9em; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 code, summary, li, .fn, .loc { font-family: monospace; }
 .loc, .via { color: #777; font-size: 0.9em; }
-#summary td:first-child { color: #555; }
+#summary-table td:first-child { color: #555; }
 table.tree tr.node { cursor: pointer; }
 table.tree tr.node:hover, tr.fn-row:hover { background: #e8f0fe; }
 table.tree td.name { white-space: nowrap; }
@@ -61,6 +61,7 @@ constexpr std::string_view kPageScript = R"JS(
     for (var j = 0; j < links.length; ++j)
       links[j].className = links[j].getAttribute("href") === "#" + name ? "active" : "";
     if (name === "flame-graph") showGraph();
+    window.scrollTo(0, 0);
   }
   var pick = document.getElementById("metric");
   var graphs = document.querySelectorAll("svg.ft-flamegraph");
@@ -511,7 +512,7 @@ Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_d
   html += "</nav></header>\n<main>\n";
 
   // Summary.
-  html += "<section class=\"view\" id=\"view-summary\"><h2>Summary</h2>\n<table id=\"summary\">\n";
+  html += "<section class=\"view\" id=\"view-summary\"><h2>Summary</h2>\n<table id=\"summary-table\">\n";
   fmt::format_to(it, "<tr><td>leaked</td><td id=\"leaked-bytes\" data-value=\"{}\" title=\"{}\">{}</td>"
                      "<td id=\"leaked-blocks\" data-value=\"{}\">in {}</td></tr>\n",
                  leaks->leaked_bytes, plural(leaks->leaked_bytes, "byte", "bytes"),
@@ -521,10 +522,10 @@ Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_d
                      "largest of the processes</td></tr>\n",
                  peak, plural(peak, "byte", "bytes"), format_bytes(peak));
   fmt::format_to(it, "<tr><td>allocated</td><td id=\"allocated-bytes\" data-value=\"{}\" title=\"{}\">{}</td>"
-                     "<td id=\"allocations\" data-value=\"{}\">in {}</td></tr>\n",
+                     "<td id=\"allocation-count\" data-value=\"{}\">in {}</td></tr>\n",
                  totals[1], plural(totals[1], "byte", "bytes"), format_bytes(totals[1]), totals[0],
                  plural(totals[0], "allocation", "allocations"));
-  fmt::format_to(it, "<tr><td>temporary</td><td id=\"temporary\" data-value=\"{}\">{}</td>"
+  fmt::format_to(it, "<tr><td>temporary</td><td id=\"temporary-count\" data-value=\"{}\">{}</td>"
                      "<td>{} of the allocations, {}</td></tr>\n",
                  totals[2], plural(totals[2], "allocation", "allocations"), percent(totals[2], totals[0]),
                  format_bytes(temporary_bytes));
@@ -538,7 +539,7 @@ Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_d
   fmt::format_to(it, "<section class=\"view\" id=\"view-leaks\"><h2>Leaks</h2>\n<p>{} in {} ({})</p>\n",
                  format_bytes(leaks->leaked_bytes), plural(leaks->leaked_blocks, "block", "blocks"),
                  plural(leaks->groups_total, "group", "groups"));
-  html += "<table id=\"leaks\"><thead><tr><th class=\"num\">leaked</th><th class=\"num\">blocks</th>"
+  html += "<table id=\"leak-table\"><thead><tr><th class=\"num\">leaked</th><th class=\"num\">blocks</th>"
           "<th>allocated in</th><th></th></tr></thead><tbody>\n";
   for (const LeakGroup& g : leaks->groups) {
     html += "<tr class=\"group\">";
@@ -640,10 +641,10 @@ Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_d
   // Trees and the caller/callee table.
   html += "<section class=\"view\" id=\"view-bottom-up\"><h2>Bottom-up</h2>\n<p>The code that called the "
           "allocator, then who called it. Click a row to open or close it.</p>\n";
-  write_tree(html, "bottom-up", build_call_tree(heap->stacks, true));
+  write_tree(html, "tree-bottom-up", build_call_tree(heap->stacks, true));
   html += "</section>\n<section class=\"view\" id=\"view-top-down\"><h2>Top-down</h2>\n<p>From the "
           "outermost frame to the code that called the allocator.</p>\n";
-  write_tree(html, "top-down", build_call_tree(heap->stacks, false));
+  write_tree(html, "tree-top-down", build_call_tree(heap->stacks, false));
   html += "</section>\n<section class=\"view\" id=\"view-caller-callee\"><h2>Caller/callee</h2>\n<p>Per "
           "function: the stacks it is in (inclusive) and those in which it called the allocator "
           "(self). Click a heading to sort.</p>\n";

@@ -359,7 +359,7 @@ def check_html(ck, tr, work):
     ck.check(f'id="leaked-bytes" data-value="{raw["leaked"]}"' in dom,
              f"html: leaked bytes {raw['leaked']} (raw records)")
     ck.check(f'id="peak-bytes" data-value="{m["peak"][0]}"' in dom, f"html: peak {m['peak'][0]} (manifest)")
-    table = re.search(r'<table id="leaks">(.*?)</table>', dom, re.S)
+    table = re.search(r'<table id="leak-table">(.*?)</table>', dom, re.S)
     rows = re.findall(r'<tr class="group">(.*?)</tr>', table.group(1) if table else "", re.S)
     got = collections.Counter()
     for row in rows:

@@ -61,7 +61,7 @@ def values(row):
 
 
 def tree_rows(dom, tree_id):
-    m = re.search(rf'<table class="tree" id="{tree_id}">(.*?)</table>', dom, re.S)
+    m = re.search(rf'<table class="tree" id="tree-{tree_id}">(.*?)</table>', dom, re.S)
     rows = []
     for r in re.findall(r'<tr class="node[^"]*"([^>]*)>(.*?)</tr>', m.group(1) if m else "", re.S):
         attrs = dict(re.findall(r'data-([a-z]+)="([^"]*)"', r[0]))
@@ -113,7 +113,7 @@ def check_heapshape(ck, exe, work, shots):
         m = re.search(rf'id="{i}" data-value="(\d+)"', dom)
         return int(m.group(1)) if m else None
 
-    ck.check_eq([by_id("allocations"), by_id("allocated-bytes"), by_id("temporary"), by_id("peak-bytes"),
+    ck.check_eq([by_id("allocation-count"), by_id("allocated-bytes"), by_id("temporary-count"), by_id("peak-bytes"),
                  by_id("leaked-bytes")],
                 [want_totals[0], want_totals[1], want_totals[2], peak.get("peak_bytes"), want_totals[4]],
                 "summary: allocations, allocated, temporary, peak, leaked = the reports' JSON")
