@@ -622,8 +622,12 @@ Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_d
       const SizeBucket& b = histogram.buckets[k];
       uint64_t lo = SizeHistogram::bucket_min(k), hi = SizeHistogram::bucket_max(k);
       html += "<tr class=\"bucket\">";
-      fmt::format_to(it, "<td data-min=\"{}\" data-max=\"{}\">{}</td>", lo, hi,
-                     lo == hi ? format_bytes(lo) : fmt::format("{} \u2013 {}", format_bytes(lo), format_bytes(hi)));
+      // "1 KiB – 2 KiB": from lo up to (not including) hi + 1; the exact bounds on hover.
+      std::string label = lo == hi ? format_bytes(lo)
+                          : hi == UINT64_MAX
+                              ? fmt::format("\u2265 {}", tick_label(format_bytes(lo)))
+                              : fmt::format("{} \u2013 {}", tick_label(format_bytes(lo)), tick_label(format_bytes(hi + 1)));
+      fmt::format_to(it, "<td data-min=\"{0}\" data-max=\"{1}\" title=\"{0} to {1} bytes\">{2}</td>", lo, hi, label);
       num_cell(html, b.allocations, false);
       num_cell(html, b.bytes, true);
       num_cell(html, b.leaked, false);

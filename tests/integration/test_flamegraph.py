@@ -134,17 +134,6 @@ def check_mutual(ck, exe, work):
     ck.check_eq(sum(calls.values()), stated["is_even"] + stated["is_odd"], "mutual: sum of calls")
 
 
-def manifest(text):
-    m = collections.defaultdict(dict)
-    for line in text.splitlines():
-        w = line.split()
-        if len(w) >= 3 and w[0] in ("peak_live", "temporary", "allocs", "leak"):
-            m[w[0]][w[1]] = [int(x) for x in w[2:]]
-        elif w and w[0] == "peak":
-            m["peak"] = [int(x) for x in w[1:]]
-    return m
-
-
 def per_function(stacks, functions):
     out = collections.Counter()
     for stack, v in stacks.items():
@@ -176,7 +165,7 @@ def replay_heap(records):
 
 def check_heapshape(ck, exe, work):
     tr = trace(ck, [exe], os.path.join(work, "shape"), "memtrace")
-    m = manifest(tr.result.out)
+    m = h.heap_manifest(tr.result.out)
     functions = set(m["allocs"])
     records = parse_trace(tr.files[0])
     raw = replay_heap(records)
@@ -343,7 +332,7 @@ def check_html(ck, tr, work):
     """The html report of heapshape in Chromium: the DOM after the scripts ran holds
     the leak table rows of the leaking functions, the summary and the chart's points;
     the screenshot shows the chart and the flame graph."""
-    m = manifest(tr.result.out)
+    m = h.heap_manifest(tr.result.out)
     raw = replay_heap(parse_trace(tr.files[0]))
     page = os.path.join(work, "heap.html")
     res = h.run_postproc(["html", "-o", page, tr.outdir])

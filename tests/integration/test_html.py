@@ -153,7 +153,7 @@ def check_heapshape(ck, exe, work, shots):
     peaks = {int(p): int(v) for p, v in re.findall(r'class="peak-process" data-pid="(\d+)" data-value="(\d+)"', dom)}
     ck.check_eq(peaks, {p["pid"]: p["peak_bytes"] for p in peak.get("processes", [])}, "peak: per process")
     buckets = [(int(lo), int(hi), values(row)) for lo, hi, row in
-               re.findall(r'<tr class="bucket"><td data-min="(\d+)" data-max="(\d+)">.*?</td>(.*?)</tr>', dom, re.S)]
+               re.findall(r'<tr class="bucket"><td data-min="(\d+)" data-max="(\d+)"[^>]*>.*?</td>(.*?)</tr>', dom, re.S)]
     ck.check_eq([(lo, hi, v[0], v[1], v[2]) for lo, hi, v in buckets],
                 [(b["min"], b["max"], b["allocations"], b["bytes"], b["leaked_blocks"])
                  for b in histogram.get("buckets", [])], "sizes: the buckets = histogram --json")

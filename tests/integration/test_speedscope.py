@@ -209,17 +209,6 @@ def check_calls(ck, work, exe, name, patterns, published):
     return tr, doc
 
 
-def manifest(text):
-    m = collections.defaultdict(dict)
-    for line in text.splitlines():
-        w = line.split()
-        if len(w) >= 3 and w[0] in ("peak_live", "temporary", "allocs", "leak"):
-            m[w[0]][w[1]] = [int(x) for x in w[2:]]
-        elif w and w[0] == "peak":
-            m["peak"] = [int(x) for x in w[1:]]
-    return m
-
-
 def check_heap(ck, work, exe, published):
     tr = h.trace([exe], None, os.path.join(work, "heap"), plugin="memtrace")
     ck.check(tr.result.status == 0, f"traced heapshape\n{tr.result.describe()}")
@@ -244,7 +233,7 @@ def check_heap(ck, work, exe, published):
     ck.check_eq({k: profiles[k]["unit"] for k in ("leaked", "allocations") if k in profiles},
                 {"leaked": "bytes", "allocations": "none"}, "heapshape: units")
 
-    m = manifest(tr.result.out)
+    m = h.heap_manifest(tr.result.out)
     functions = set(m["allocs"])
 
     def per_function(profile):
