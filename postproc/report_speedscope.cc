@@ -74,6 +74,11 @@ class EventedObserver : public CallObserver {
     current_.clear();
   }
 
+  void on_record(const TraceRecord& r) override {
+    // A trace cut before its header still shows what it recorded.
+    if (r.type == schema::type::kAlloc) memtrace = true;
+  }
+
   void on_call(int64_t tid, const Activation& a) override {
     if (tid_ && *tid_ != tid) return;
     ThreadEvents& t = thread(tid);
@@ -136,8 +141,10 @@ Status report_speedscope(const ReportOptions& options, Output& out, Diagnostics&
   EventedObserver calls(options.tid, frames);
   if (Status st = replay_traces(options.traces, calls, diag); !st) return st.error();
   if (!calls.calltrace && !calls.memtrace && calls.threads.empty()) {
-    return Error::msg("the speedscope report needs call records (calltrace) or heap records "
-                      "(memtrace), and no trace header lists either plugin");
+    // Still a valid file, with no profile: a trace cut short may not have reached its
+    // first record.
+    diag.warning("the traces hold no call records (calltrace) or heap records (memtrace): "
+                 "the speedscope file has no profile");
   }
 
   // Heap stacks as speedscope samples: frame indices, outermost first.

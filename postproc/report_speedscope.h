@@ -18,8 +18,9 @@
 //    peak, summed over the processes), temporary (bytes) and temporary allocations.
 //    The weights of a profile add up to the total of the leaks, allocators, peak or
 //    temporary report. Resolved frames carry their file and line.
-// --tid keeps one thread's calls; the block and group filters of the heap reports
-// apply to the heap profiles.
+// --tid keeps one thread's calls (and allocations); the block and group filters of
+// the heap reports apply to the heap profiles. Traces without call or heap records
+// give a file without profiles, and a warning.
 #pragma once
 
 #include "common/result.h"
