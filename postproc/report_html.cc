@@ -121,11 +121,15 @@ constexpr std::string_view kMetricNames[kViewMetrics] = {"allocations", "allocat
                                                          "leaked"};
 constexpr bool kMetricIsBytes[kViewMetrics] = {false, true, false, true, true};
 
-// A number cell: the readable value shown, the exact one in data-value and the title.
+// A number cell: the readable value shown, the exact one in data-value (and, for byte
+// counts, in the title).
 void num_cell(std::string& out, uint64_t v, bool bytes, std::string_view cls = "num") {
+  if (!bytes) {
+    fmt::format_to(std::back_inserter(out), "<td class=\"{}\" data-value=\"{}\">{}</td>", cls, v, v);
+    return;
+  }
   fmt::format_to(std::back_inserter(out), "<td class=\"{}\" data-value=\"{}\" title=\"{}\">{}</td>", cls, v,
-                 bytes ? plural(v, "byte", "bytes") : fmt::format("{}", v),
-                 bytes ? format_bytes(v) : fmt::format("{}", v));
+                 plural(v, "byte", "bytes"), format_bytes(v));
 }
 
 // A function name: shortened, the full name on hover.
