@@ -44,7 +44,7 @@ std::string percent(uint64_t part, uint64_t whole) {
 constexpr std::string_view kScript = R"JS(
 (function () {
   var svg = document.getElementById("@ID@");
-  var PAD = @PAD@, PLOTW = @PLOTW@, CW = @CW@, MINW = @MINW@, MATCH = "rgb(230,0,230)";
+  var PAD = @PAD@, PLOTW = @PLOTW@, FIT = @FIT@, CW = @CW@, MINW = @MINW@, MATCH = "rgb(230,0,230)";
   var reset = document.getElementById("@ID@-reset");
   var searchBtn = document.getElementById("@ID@-search");
   var matched = document.getElementById("@ID@-matched");
@@ -126,6 +126,27 @@ constexpr std::string_view kScript = R"JS(
     var re = window.prompt("Search frames (regular expression)", "");
     if (re) search(re);
   });
+  function resize(w) {
+    w = Math.max(200, Math.floor(w));
+    var h = svg.getAttribute("height");
+    svg.setAttribute("width", w);
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    document.getElementById("@ID@-bg").setAttribute("width", w);
+    document.getElementById("@ID@-title").setAttribute("x", w / 2);
+    searchBtn.setAttribute("x", w - PAD);
+    matched.setAttribute("x", w - PAD);
+    PLOTW = w - 2 * PAD;
+    zoom(zoomed);
+  }
+  function fit() {
+    var p = svg.parentNode;
+    if (p && p.clientWidth > 0) resize(p.clientWidth);
+  }
+  svg.flameResize = function (w) { if (w) resize(w); else fit(); };
+  if (FIT) {
+    window.addEventListener("resize", fit);
+    fit();
+  }
   svg.flameZoom = function (i) { zoom(frames[i] || root); };
   svg.flameSearch = search;
   var m = /[#&]search=([^&]*)/.exec(window.location.hash);
@@ -272,8 +293,8 @@ void FlameGraph::write_svg(std::string& out, const SvgOptions& options) const {
                  "stroke-width: 0.5; }} #{0} .f text {{ pointer-events: none; }} "
                  "#{0} .btn {{ cursor: pointer; fill: #36c; }}</style>\n",
                  id);
-  fmt::format_to(it, "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#fafaf2\"/>\n",
-                 width, height);
+  fmt::format_to(it, "<rect id=\"{}-bg\" x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#fafaf2\"/>\n",
+                 id, width, height);
   out += fmt::format("<text id=\"{}-title\" x=\"{}\" y=\"24\" text-anchor=\"middle\" "
                      "font-size=\"16\">",
                      id, width / 2);
@@ -313,6 +334,7 @@ void FlameGraph::write_svg(std::string& out, const SvgOptions& options) const {
   replace_all(script, "@PLOTW@", fmt::format("{}", plot));
   replace_all(script, "@CW@", fmt::format("{}", kCharWidth));
   replace_all(script, "@MINW@", fmt::format("{}", kMinWidth));
+  replace_all(script, "@FIT@", options.fit_parent ? "true" : "false");
   out += script;
   out += "]]></script>\n</svg>\n";
 }

@@ -13,7 +13,8 @@
 //    widened to the full width, its callers greyed below it); "Reset Zoom" undoes it.
 //    "Search" asks for a regular expression and highlights the frames whose names match
 //    it, with the share of the total they cover ("Matched: 12.5%"); a URL fragment
-//    "#search=REGEX" does the same when the page opens.
+//    "#search=REGEX" does the same when the page opens. svg.flameResize(WIDTH) lays the
+//    graph out again for another width.
 //
 // The SVG is an element that can stand alone (an .svg file) or be inlined into an HTML
 // page, several in one page: every id is prefixed with SvgOptions::id, the style rules
@@ -68,6 +69,10 @@ class FlameGraph {
     std::function<std::string(uint64_t)> format_value;
     uint32_t width = 1200;
     bool xml_declaration = true;  // false when the SVG is inlined into HTML
+    // Inlined into HTML: the graph takes the width of its parent element when the page
+    // loads, when the window is resized and when svg.flameResize() is called (a tab
+    // made visible), the layout recomputed for that width.
+    bool fit_parent = false;
   };
   void write_svg(std::string& out, const SvgOptions& options) const;
 

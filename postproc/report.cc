@@ -19,6 +19,7 @@
 #include "postproc/report_leaks.h"
 #include "postproc/report_massif.h"
 #include "postproc/report_peak.h"
+#include "postproc/report_speedscope.h"
 #include "postproc/report_temporary.h"
 #include "postproc/report_tree.h"
 
@@ -59,6 +60,9 @@ constexpr ReportSpec kReports[] = {
      kAcceptsTime | kAcceptsTid | kAcceptsCallsite | kAcceptsResolve, {}},
     {"chrome", "Chrome trace-event JSON for Perfetto, chrome://tracing, speedscope",
      report_chrome, kAcceptsTid, {}},
+    {"speedscope", "a speedscope profile: time per thread, and each heap metric by backtrace",
+     report_speedscope,
+     kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve, {}},
     {"flamegraph", "folded stacks or an SVG flame graph of time, calls or heap bytes",
      report_flamegraph,
      kAcceptsTid | kAcceptsBlockFilters | kAcceptsGroupFilters | kAcceptsResolve | kAcceptsSvg, {},
@@ -131,6 +135,20 @@ std::string format_duration(uint64_t ns) {
   if (ns < 1000'000) return fmt::format("{}.{:03} us", ns / 1000, ns % 1000);
   if (ns < 1000'000'000) return fmt::format("{}.{:03} ms", ns / 1000'000, ns / 1000 % 1000);
   return fmt::format("{}.{:03} s", ns / 1000'000'000, ns / 1000'000 % 1000);
+}
+
+std::string format_bytes(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  if (v < 10) return fmt::format("{:.2f} {}", v, kUnits[unit]);
+  if (v < 100) return fmt::format("{:.1f} {}", v, kUnits[unit]);
+  return fmt::format("{:.0f} {}", v, kUnits[unit]);
 }
 
 }  // namespace ft::post

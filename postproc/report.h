@@ -125,5 +125,7 @@ const ReportSpec* find_report(std::string_view name);
 
 // "850 ns", "12.345 us", "1.500 ms", "2.000 s": three decimals, truncated.
 std::string format_duration(uint64_t ns);
+// "512 B", "1.50 KiB", "12.3 MiB", "140 GiB": binary units, three significant digits.
+std::string format_bytes(uint64_t bytes);
 
 }  // namespace ft::post

@@ -8,9 +8,7 @@
 #include "functracer/schema.h"
 #include "common/demangle.h"
 #include "postproc/call_model.h"
-#include "postproc/heap_counts.h"
-#include "postproc/heap_peak.h"
-#include "postproc/heap_session.h"
+#include "postproc/heap_stacks.h"
 #include "postproc/site_groups.h"
 
 namespace ft::post {
@@ -59,70 +57,12 @@ class FlameCallObserver : public CallObserver {
   std::unordered_map<int64_t, std::vector<FlameGraph::NodeId>> stacks_;
 };
 
-std::string frame_name(const ReportFrame& f) {
-  if (f.function) return *f.function;
-  if (f.module) {
-    std::string_view m = *f.module;
-    size_t slash = m.rfind('/');
-    if (slash != std::string_view::npos) m.remove_prefix(slash + 1);
-    return fmt::format("{}+{:#x}", m, f.module_offset);
-  }
-  return fmt::format("{:#x}", f.address);
-}
-
-// Adds each site's value, its group's resolved backtrace as the stack.
-void add_sites(FlameGraph& graph, SiteGrouper& grouper, const GroupFilter& filter,
-               const std::vector<std::pair<SiteId, uint64_t>>& per_site) {
-  auto sel = select_groups(grouper, per_site, filter, std::greater<uint64_t>(), std::nullopt);
-  std::vector<std::string> stack;
-  for (const auto& g : sel.groups) {
-    stack.clear();
-    for (size_t i = g.frames.size(); i-- > 0;) stack.push_back(frame_name(g.frames[i]));
-    stack.push_back(g.head.function.empty() ? std::string("??") : g.head.function);
-    graph.add_stack(stack, g.counts);
-  }
-}
-
 Result<std::vector<FlameGraph>> heap_graphs(const ReportOptions& options,
                                             std::span<const FlameMetric> metrics,
                                             Diagnostics& diag) {
-  auto filter = group_filter(options);
-  if (!filter) return filter.error();
-  HeapSession session(diag, options.resolve);
-  SiteCounter counter;
-  PeakObserver peak;
-  HeapObserverSet both({&counter, &peak});
-  auto processes = session.replay(options.traces, both, heap_replay_options(options));
-  if (!processes) return processes.error();
-
-  std::vector<std::pair<SiteId, HeapCounts>> counts = counter.per_site();
-  std::vector<FlameGraph> graphs(metrics.size());
-  for (size_t i = 0; i < metrics.size(); ++i) {
-    if (metrics[i] == FlameMetric::kPeak) {
-      for (const ProcessPeak& p : peak.peaks) {
-        std::vector<std::pair<SiteId, uint64_t>> per_site;
-        for (const auto& [site, live] : p.per_site) {
-          if (live.bytes > 0) per_site.emplace_back(site, live.bytes);
-        }
-        add_sites(graphs[i], session.grouper(), *filter, per_site);
-      }
-      continue;
-    }
-    std::vector<std::pair<SiteId, uint64_t>> per_site;
-    for (const auto& [site, c] : counts) {
-      uint64_t v = 0;
-      switch (metrics[i]) {
-        case FlameMetric::kAllocated: v = c.allocated_bytes; break;
-        case FlameMetric::kAllocations: v = c.allocations; break;
-        case FlameMetric::kLeaked: v = c.leaked_bytes; break;
-        case FlameMetric::kTemporary: v = c.temporary_bytes; break;
-        default: break;
-      }
-      if (v > 0) per_site.emplace_back(site, v);
-    }
-    add_sites(graphs[i], session.grouper(), *filter, per_site);
-  }
-  return graphs;
+  auto heap = collect_heap_stacks(options, diag);
+  if (!heap) return heap.error();
+  return heap_flame_graphs(*heap, metrics);
 }
 
 Result<std::vector<FlameGraph>> call_graphs(const ReportOptions& options,
@@ -138,6 +78,21 @@ Result<std::vector<FlameGraph>> call_graphs(const ReportOptions& options,
 }
 
 }  // namespace
+
+std::vector<FlameGraph> heap_flame_graphs(const HeapStacks& heap, std::span<const FlameMetric> metrics) {
+  std::vector<FlameGraph> graphs(metrics.size());
+  std::vector<std::string> stack;
+  for (const HeapStack& s : heap.stacks) {
+    stack.clear();
+    for (size_t i = s.frames.size(); i-- > 0;) stack.push_back(frame_name(s.frames[i]));
+    stack.push_back(s.function);
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      uint64_t v = s.values.of(metrics[i]);
+      if (v > 0) graphs[i].add_stack(stack, v);
+    }
+  }
+  return graphs;
+}
 
 std::optional<FlameMetric> parse_flame_metric(std::string_view name) {
   for (size_t i = 0; i < std::size(kFlameMetricNames); ++i) {

@@ -59,6 +59,10 @@ Result<std::vector<FlameGraph>> build_flame_graphs(const ReportOptions& options,
                                                    std::span<const FlameMetric> metrics,
                                                    Diagnostics& diag);
 
+struct HeapStacks;
+// The heap metrics' graphs of stacks already collected (heap_stacks.h).
+std::vector<FlameGraph> heap_flame_graphs(const HeapStacks& heap, std::span<const FlameMetric> metrics);
+
 Status report_flamegraph(const ReportOptions& options, Output& out, Diagnostics& diag);
 
 }  // namespace ft::post

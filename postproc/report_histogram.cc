@@ -2,39 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <array>
-#include <bit>
-
 #include "postproc/heap_session.h"
+#include "postproc/size_histogram.h"
 
 namespace ft::post {
 
 namespace {
-
-struct Bucket {
-  uint64_t allocations = 0;
-  uint64_t bytes = 0;
-  uint64_t leaked = 0;
-};
-
-// Bucket 0 holds size 0; bucket k >= 1 holds [2^(k-1), 2^k - 1].
-size_t bucket_of(uint64_t size) { return size == 0 ? 0 : static_cast<size_t>(std::bit_width(size)); }
-uint64_t bucket_min(size_t k) { return k == 0 ? 0 : uint64_t{1} << (k - 1); }
-uint64_t bucket_max(size_t k) {
-  return k == 0 ? 0 : k == 64 ? UINT64_MAX : (uint64_t{1} << k) - 1;
-}
-
-class HistogramObserver : public HeapObserver {
- public:
-  void on_alloc(const Block& b) override {
-    Bucket& k = buckets[bucket_of(b.size)];
-    ++k.allocations;
-    k.bytes += b.size;
-  }
-  void on_live_at_end(const Block& b, ImageEnd /*how*/) override { ++buckets[bucket_of(b.size)].leaked; }
-
-  std::array<Bucket, 65> buckets{};
-};
 
 // A bucket bound for the text table: "512", "4K", "2M", "1G".
 std::string size_text(uint64_t n) {
@@ -48,14 +21,14 @@ std::string size_text(uint64_t n) {
 
 Status report_histogram(const ReportOptions& options, Output& out, Diagnostics& diag) {
   HeapSession session(diag, options.resolve);
-  HistogramObserver observer;
+  SizeHistogram observer;
   auto processes = session.replay(options.traces, observer, heap_replay_options(options));
   if (!processes) return processes.error();
 
-  Bucket total;
+  SizeBucket total;
   size_t first = observer.buckets.size(), last = 0;
   for (size_t k = 0; k < observer.buckets.size(); ++k) {
-    const Bucket& b = observer.buckets[k];
+    const SizeBucket& b = observer.buckets[k];
     total.allocations += b.allocations;
     total.bytes += b.bytes;
     total.leaked += b.leaked;
@@ -74,10 +47,10 @@ Status report_histogram(const ReportOptions& options, Output& out, Diagnostics& 
     w.key("leaked_blocks").unsigned_integer(total.leaked);
     w.key("buckets").begin_array();
     for (size_t k = first; k <= last && first < observer.buckets.size(); ++k) {
-      const Bucket& b = observer.buckets[k];
+      const SizeBucket& b = observer.buckets[k];
       w.begin_object();
-      w.key("min").unsigned_integer(bucket_min(k));
-      w.key("max").unsigned_integer(bucket_max(k));
+      w.key("min").unsigned_integer(SizeHistogram::bucket_min(k));
+      w.key("max").unsigned_integer(SizeHistogram::bucket_max(k));
       w.key("allocations").unsigned_integer(b.allocations);
       w.key("bytes").unsigned_integer(b.bytes);
       w.key("leaked_blocks").unsigned_integer(b.leaked);
@@ -102,10 +75,10 @@ Status report_histogram(const ReportOptions& options, Output& out, Diagnostics& 
   text += "\nsize from    below   allocations          bytes   leaked\n";
   constexpr uint64_t kBarWidth = 40;
   for (size_t k = first; k <= last; ++k) {
-    const Bucket& b = observer.buckets[k];
+    const SizeBucket& b = observer.buckets[k];
     uint64_t bar = most == 0 ? 0 : (b.allocations * kBarWidth + most - 1) / most;
-    std::string below = k == 64 ? std::string("16E") : size_text(bucket_max(k) + 1);
-    fmt::format_to(it, "{:>9} {:>8} {:>13} {:>14} {:>8} {}\n", size_text(bucket_min(k)), below,
+    std::string below = k == 64 ? std::string("16E") : size_text(SizeHistogram::bucket_max(k) + 1);
+    fmt::format_to(it, "{:>9} {:>8} {:>13} {:>14} {:>8} {}\n", size_text(SizeHistogram::bucket_min(k)), below,
                    b.allocations, b.bytes, b.leaked, std::string(bar, '#'));
   }
   out.write(text);

@@ -46,9 +46,11 @@ def screenshot(url, png, width, height):
     return read_png(png)
 
 
-def dump_dom(url, budget_ms=5000):
-    """The serialized DOM of `url` after its scripts ran."""
-    res = _run([f"--virtual-time-budget={budget_ms}", "--dump-dom"], url)
+def dump_dom(url, budget_ms=5000, width=None, height=None):
+    """The serialized DOM of `url` after its scripts ran (in a window of width x
+    height, when given)."""
+    size = [f"--window-size={width},{height}"] if width else []
+    res = _run([f"--virtual-time-budget={budget_ms}", "--dump-dom"] + size, url)
     if res.returncode != 0:
         raise RuntimeError(f"chromium --dump-dom failed (status {res.returncode}):\n"
                            + res.stderr.decode(errors="replace")[-2000:])

@@ -246,6 +246,19 @@ def _pairs(words):
     return out
 
 
+def heap_manifest(text):
+    """heapshape's statements about its heap: {"allocs"|"leak"|"peak_live"|"temporary":
+    {function: [numbers...]}, "peak": [numbers...]}."""
+    m = collections.defaultdict(dict)
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) >= 3 and w[0] in ("peak_live", "temporary", "allocs", "leak"):
+            m[w[0]][w[1]] = [int(x) for x in w[2:]]
+        elif w and w[0] == "peak":
+            m["peak"] = [int(x) for x in w[1:]]
+    return m
+
+
 def parse_expectations(stdout_text):
     exp = Expectations()
     for line in stdout_text.splitlines():
