@@ -363,11 +363,21 @@ Result<CPrototype> parse_c_prototype(std::string_view line) {
       break;
     }
     ParamInfo info;
+    // "char name[16]": the name is before the brackets.
+    std::vector<Token> array;
+    while (!p.empty() && is_punct(p.back(), ']')) {
+      size_t open_bracket = p.size();
+      while (open_bracket > 0 && !is_punct(p[open_bracket - 1], '[')) --open_bracket;
+      if (open_bracket == 0) return Error::msg("']' without '[' in parameter " + std::to_string(n + 1) + " of '" + proto.name + "'");
+      array.insert(array.begin(), p.begin() + static_cast<long>(open_bracket) - 1, p.end());
+      p.resize(open_bracket - 1);
+    }
     std::string name = function_pointer_name(p);
     if (name.empty() && is_name_token(p)) {
       name = p.back().text;
       p.pop_back();
     }
+    p.insert(p.end(), array.begin(), array.end());
     auto t = type_of(p, false, join(p));
     if (!t) return Error::msg(t.error().message + " (parameter " + std::to_string(n + 1) + " of '" + proto.name + "')");
     if (t->is_void) return Error::msg("parameter " + std::to_string(n + 1) + " of '" + proto.name + "' is void");

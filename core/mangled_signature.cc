@@ -129,6 +129,12 @@ std::optional<Signature> mangled_signature(std::string_view demangled,
     }
   }
   std::string cls = class_of(*s);
+  {
+    std::vector<std::string> parts = split_top(s->qualified, "::");
+    std::string last = without_template_args(parts.back());
+    std::string owner = parts.size() >= 2 ? without_template_args(parts[parts.size() - 2]) : "";
+    if (!owner.empty() && (last == owner || last == "~" + owner)) sig.returns_void = true;  // no value
+  }
   if (cls.empty()) {
     std::vector<std::string> parts = split_top(s->qualified, "::");
     if (parts.size() >= 2) {

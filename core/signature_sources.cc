@@ -55,9 +55,11 @@ const Signature* SignatureSources::declared(const Module& m, const ElfSymbol& sy
 
 namespace {
 
-// DWARF of an assembly source (glibc's string functions) names the function but
-// neither its parameters nor its type.
-bool says_nothing(const Signature& s) { return s.params.empty() && s.returns_void; }
+// DWARF of an assembly source (glibc's string functions) names the function but not
+// its parameters: no parameters where the declaration has some.
+bool says_less(const Signature& dwarf, const Signature& proto) {
+  return dwarf.params.empty() && !proto.params.empty();
+}
 
 // The symbolic sets of a prototype given to DWARF's integer parameters, position by
 // position, when both list the same number of parameters.
@@ -81,7 +83,7 @@ std::optional<SignatureSources::Found> SignatureSources::find(Module& m, const E
     }
     // An IFUNC symbol's address is its resolver's, whose DWARF is not the function's.
     if (m.dwarf && !sym.ifunc)
-      if (auto sig = m.dwarf->signature(sym.value); sig && !(proto && says_nothing(*sig))) {
+      if (auto sig = m.dwarf->signature(sym.value); sig && !(proto && says_less(*sig, *proto))) {
         if (proto) add_formats(*sig, *proto);
         return Found{std::move(*sig), Origin::Dwarf};
       }

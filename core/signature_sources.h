@@ -8,8 +8,8 @@
 //   4. a C++ name's parameter types (core/mangled_signature.h);
 // with two refinements of DWARF by a declaration of the same name: the declaration's
 // symbolic sets (O_flags, ...) are given to DWARF's integer parameters, and DWARF that
-// describes neither parameters nor a type (an assembly source: glibc's string
-// functions) gives way to the declaration. The DWARF at an IFUNC symbol's address
+// lists no parameters where the declaration has some (an assembly source: glibc's
+// string functions) gives way to the declaration. The DWARF at an IFUNC symbol's address
 // describes its resolver, so IFUNCs (strlen, memcpy, ...) skip step 1.
 // and otherwise nothing: plugins see nparams = -1 and show raw registers.
 #pragma once
