@@ -27,9 +27,11 @@ ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return,
     }
   }
   int next_int = static_cast<int>(out.args.size()), next_fp = 0;
-  for (const ValueType& p : fn.params) {
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ValueType& p = fn.params[i];
     if (p.kind == ValueKind::Other || p.kind == ValueKind::Void) break;
     ArgLocation a = location_of(p);
+    a.param = static_cast<int16_t>(i);
     if (p.kind == ValueKind::Float) {
       if (next_fp == fp_registers) break;
       a.reg = static_cast<int8_t>(kFpArgRegister0 + next_fp++);

@@ -40,6 +40,7 @@ struct ArgLocation {
   ValueKind kind = ValueKind::Unsigned;
   uint8_t size = 8;  // bytes of the register that hold the value (1..8)
   int8_t reg = 0;
+  int16_t param = -1;  // the parameter's index in FunctionType::params; -1: a hidden one
 };
 
 struct ArgRegisters {

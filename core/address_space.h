@@ -29,6 +29,7 @@
 #include "core/fast_return.h"
 #include "core/module_map.h"
 #include "core/recorder_space.h"
+#include "core/register_signature.h"
 #include "common/remote_addr.h"
 #include "core/ssol_area.h"
 #include "functracer/plugin.h"
@@ -105,11 +106,29 @@ struct FunctionInfo {
   int nparams = -1;
   int ret_kind = -1;
   unsigned ret_size = 8;
+  std::vector<const char*> param_labels, param_formats;  // static strings (RegisterArg)
+  // A function whose return is a string has its returns stop, so the plugins' ret
+  // callbacks can read the string (FT_TRACE_RETURN_VALUE, plugin.h).
+  void set_signature(const RegisterSignature& rs) {
+    for (const auto& a : rs.args) {
+      params.push_back(a.kind);
+      param_sizes.push_back(a.size);
+      param_regs.push_back(a.reg);
+      param_labels.push_back(a.label);
+      param_formats.push_back(a.format);
+    }
+    nparams = static_cast<int>(params.size());
+    ret_kind = rs.ret_kind;
+    ret_size = rs.ret_size;
+    if (ret_kind == FT_PARAM_STRING) value_only_mask = 0;
+  }
   ft_function view() const {
     return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), 0, nparams,
                        params.empty() ? nullptr : params.data(),
                        param_sizes.empty() ? nullptr : param_sizes.data(),
-                       param_regs.empty() ? nullptr : param_regs.data(), ret_kind, ret_size};
+                       param_regs.empty() ? nullptr : param_regs.data(), ret_kind, ret_size,
+                       param_labels.empty() ? nullptr : param_labels.data(),
+                       param_formats.empty() ? nullptr : param_formats.data()};
   }
 
 };

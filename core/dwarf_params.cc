@@ -278,15 +278,21 @@ std::unique_ptr<DwarfParams> DwarfParams::open(const std::string& path,
   if (auto impl = try_file(path, build_id, false))
     return std::unique_ptr<DwarfParams>(new DwarfParams(std::move(impl)));
 
-  // 2. /usr/lib/debug/.build-id/xx/rest.debug
+  // The global debug directory: /usr/lib/debug, or $FUNCTRACER_DEBUG_DIR.
+  static const std::string debug_root = [] {
+    const char* env = std::getenv("FUNCTRACER_DEBUG_DIR");
+    return std::string(env != nullptr && env[0] != '\0' ? env : "/usr/lib/debug");
+  }();
+
+  // 2. DEBUG_ROOT/.build-id/xx/rest.debug
   if (build_id.size() > 2) {
-    std::string file = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" +
+    std::string file = debug_root + "/.build-id/" + build_id.substr(0, 2) + "/" +
                        build_id.substr(2) + ".debug";
     if (auto impl = try_file(file, build_id, true))
       return std::unique_ptr<DwarfParams>(new DwarfParams(std::move(impl)));
   }
 
-  // 3. .gnu_debuglink next to the file, in .debug/ there, and under /usr/lib/debug/,
+  // 3. .gnu_debuglink next to the file, in .debug/ there, and under the debug root,
   //    for the directory as given and as resolved through symlinks.
   if (!debuglink.empty() && debuglink.find('/') == std::string::npos) {
     std::vector<std::string> dirs{dir_of(path)};
@@ -297,7 +303,7 @@ std::unique_ptr<DwarfParams> DwarfParams::open(const std::string& path,
     }
     for (const std::string& dir : dirs) {
       std::vector<std::string> files{dir + "/" + debuglink, dir + "/.debug/" + debuglink};
-      if (!dir.empty() && dir[0] == '/') files.push_back("/usr/lib/debug" + dir + "/" + debuglink);
+      if (!dir.empty() && dir[0] == '/') files.push_back(debug_root + dir + "/" + debuglink);
       for (const std::string& file : files) {
         if (auto impl = try_file(file, build_id, true))
           return std::unique_ptr<DwarfParams>(new DwarfParams(std::move(impl)));

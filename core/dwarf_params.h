@@ -1,7 +1,9 @@
 // DwarfParams: parameter types of functions from DWARF (libdw), so calltrace can show
 // `char *` arguments as strings. Opened once per module (the file itself, or its
 // separate debug file found by build-id under /usr/lib/debug/.build-id or by
-// .gnu_debuglink), queried by link-time address.
+// .gnu_debuglink), queried by link-time address. FUNCTRACER_DEBUG_DIR names another
+// directory to search instead of /usr/lib/debug (a sysroot's, or an empty one to see
+// what a machine without debug packages shows).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,8 @@ struct ParamInfo {
   Kind kind = Kind::Integer;  // String: pointer to (const/volatile) char, signed or unsigned
   int size = -1;              // bytes, -1 when DWARF does not say
   bool is_signed = false;     // Integer: a signed type (or an enum)
+  std::string format;         // Integer: the symbolic constants it holds
+                              // (functracer/symbolic_values.h), "" for a plain number
 };
 
 struct Signature {

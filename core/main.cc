@@ -116,9 +116,17 @@ int main(int argc, char** argv) {
       return 1;
     }
 
+  ft::SignatureSources signatures;
+  for (const auto& f : opts.prototype_files)
+    if (auto s = signatures.add_file(f); !s) {
+      ft::log::error("{}", s.error().message);
+      return 1;
+    }
+
   if (opts.attach.empty()) ft::Tracer::set_launch_mode();
   install_signal_handlers();
   auto tracer = std::make_unique<ft::Tracer>(opts, host);
+  tracer->set_signature_sources(&signatures);
   auto rc = opts.attach.empty() ? tracer->run_launch() : tracer->run_attach(opts.attach);
   if (!rc) {
     ft::log::error("{}", rc.error().message);

@@ -37,6 +37,10 @@ Trace function calls of a program without rebuilding it.
   -a, --audit=PATTERNS      functions to trace: comma-separated globs or @FILE, matched
                             against mangled and demangled names; PATTERN@LIB limits a
                             pattern to modules whose path contains LIB
+  -F, --prototypes=FILE     C prototypes (`int add3(int a, int b, int c);`, one per
+                            line) giving the arguments and return types of functions
+                            without debug information; repeatable (see the man page;
+                            the C library's common functions are built in)
   -o, --output=DIR          write one trace file per process into DIR (created if
                             missing), zstd-compressed (NAME.PID.trace.zst); without -o
                             events are printed on stderr (memtrace: a summary per
@@ -68,6 +72,7 @@ Result<Options> parse_options(int argc, char** argv) {
   static const option long_opts[] = {
       {"plugin", required_argument, nullptr, 'e'},
       {"audit", required_argument, nullptr, 'a'},
+      {"prototypes", required_argument, nullptr, 'F'},
       {"output", required_argument, nullptr, 'o'},
       {"backtrace-depth", required_argument, nullptr, 'b'},
       {"backtrace-all", no_argument, nullptr, 'A'},
@@ -90,7 +95,7 @@ Result<Options> parse_options(int argc, char** argv) {
   for (;;) {
     int idx = 0;
     // '+': stop at the first non-option, which is the program to run.
-    int c = getopt_long(argc, argv, "+:e:a:o:b:AM:fp:qdVh", long_opts, &idx);
+    int c = getopt_long(argc, argv, "+:e:a:F:o:b:AM:fp:qdVh", long_opts, &idx);
     if (c == -1) break;
     long v = 0;
     switch (c) {
@@ -99,6 +104,7 @@ Result<Options> parse_options(int argc, char** argv) {
         if (!o.audit.empty()) o.audit += ",";
         o.audit += optarg;
         break;
+      case 'F': o.prototype_files.push_back(optarg); break;
       case 'o': o.output_dir = optarg; break;
       case 'b':
         if (!parse_int(optarg, 0, 1024, &v)) return usage_error(std::string("bad backtrace depth '") + optarg + "'");

@@ -16,6 +16,7 @@ constexpr int kDefaultBacktraceDepth = 10;
 struct Options {
   std::vector<std::string> plugins;  // -e, in order; default calltrace
   std::string audit;                 // -a
+  std::vector<std::string> prototype_files;  // -F, in order
   std::string output_dir;            // -o; empty: stream to stderr
   int backtrace_depth = -1;          // -b; -1: the plugin's default
   bool backtrace_all = false;        // -A

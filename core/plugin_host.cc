@@ -180,7 +180,7 @@ int host_backtrace(ft_ctx* c, ft_addr* frames, int max) {
 const ft_host_api kHostApi = {
     FT_HOST_API_VERSION, sizeof(ft_host_api), host_option, host_warn, host_pid, host_tid, host_time,
     host_depth, host_arg, host_retval, host_read_memory, host_read_string, host_record, host_print,
-    host_fp_arg, host_backtrace, host_thread_pid,
+    host_fp_arg, host_backtrace, host_thread_pid, sizeof(ft_function),
 };
 
 std::string self_dir() {

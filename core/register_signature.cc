@@ -1,5 +1,7 @@
 #include "core/register_signature.h"
 
+#include "functracer/symbolic_values.h"
+
 namespace ft {
 namespace {
 
@@ -45,7 +47,15 @@ RegisterSignature register_signature(const arch::Traits& arch, const Signature& 
   arch::ArgRegisters regs = arch.arg_registers(function_type(sig));
   RegisterSignature out;
   out.args.reserve(regs.args.size());
-  for (const arch::ArgLocation& a : regs.args) out.args.push_back({param_kind(a.kind), a.size, a.reg});
+  for (const arch::ArgLocation& a : regs.args) {
+    RegisterArg r{param_kind(a.kind), a.size, a.reg};
+    if (a.param >= 0 && static_cast<size_t>(a.param) < sig.params.size()) {
+      const ParamInfo& p = sig.params[static_cast<size_t>(a.param)];
+      if (p.name == "this") r.label = "this";
+      if (const symbolic::Set* set = symbolic::find(p.format)) r.format = set->name;
+    }
+    out.args.push_back(r);
+  }
   out.ret_kind = regs.ret ? static_cast<int>(param_kind(*regs.ret)) : -1;
   out.ret_size = regs.ret_size;
   return out;

@@ -18,6 +18,10 @@ struct RegisterArg {
   ft_param_kind kind = FT_PARAM_INTEGER;
   uint8_t size = 8;
   int8_t reg = 0;  // integer argument register 0..5, or FT_REG_FP0 + n for floating-point register n
+  // Static strings (ft_function.param_labels, param_formats): "this" for a C++
+  // member's object pointer, the symbolic set an integer holds; "" for none.
+  const char* label = "";
+  const char* format = "";
 };
 
 struct RegisterSignature {

@@ -32,6 +32,7 @@
 #include "core/process.h"
 #include "core/process_table.h"
 #include "core/return_hooks.h"
+#include "core/signature_sources.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "core/stop_queue.h"
@@ -57,6 +58,8 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
     return s;
   }
   uint64_t elapsed_ns() const;
+  // Where parameter types come from (DWARF, -F files, built-ins, C++ names).
+  void set_signature_sources(SignatureSources* s) { signatures_ = s; }
   // Filled as the run goes; complete once the tracer (and its trace files) are gone.
   std::shared_ptr<RunSummary> summary() const { return report_.summary(); }
 
@@ -151,6 +154,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
 
   const Options& opts_;
   PluginHost& host_;
+  SignatureSources* signatures_ = nullptr;
   ProcessTable procs_;
   StopQueue stops_;
   Injector injector_{stops_};

@@ -216,24 +216,11 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     fi.return_mask = in.return_mask;
     fi.value_only_mask = in.value_only_mask;
     fi.tags = in.tags;
-    if (in.params && m.elf) {
-      if (!m.dwarf_tried) {
-        m.dwarf_tried = true;
-        m.dwarf = DwarfParams::open(m.elf->path(), m.elf->build_id(), m.elf->debuglink());
+    if (in.params && m.elf && signatures_)
+      if (auto found = signatures_->find(m, sym, demangled)) {
+        FT_DEBUG("parameters of {} from {}", demangled, origin_name(found->origin));
+        fi.set_signature(register_signature(arch::host(), found->sig));
       }
-      if (m.dwarf)
-        if (auto sig = m.dwarf->signature(sym.value)) {
-          RegisterSignature rs = register_signature(arch::host(), *sig);
-          for (const auto& a : rs.args) {
-            fi.params.push_back(a.kind);
-            fi.param_sizes.push_back(a.size);
-            fi.param_regs.push_back(a.reg);
-          }
-          fi.nparams = static_cast<int>(fi.params.size());
-          fi.ret_kind = rs.ret_kind;
-          fi.ret_size = rs.ret_size;
-        }
-    }
     return fi;
   };
   auto add_function = [&](Breakpoint& bp, FunctionInfo fi) {
@@ -255,7 +242,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
         FunctionInfo& fi = p.space.functions[bp.fn];
         fi.entry_mask |= in.entry_mask;
         fi.return_mask |= in.return_mask;
-        fi.value_only_mask |= in.value_only_mask;
+        if (fi.ret_kind != FT_PARAM_STRING) fi.value_only_mask |= in.value_only_mask;
         for (const auto& tag : in.tags)
           if (fi.tag_of(tag.first) == 0) fi.tags.push_back(tag);
       }

@@ -4,11 +4,19 @@
 
 #include <cstring>
 
+#include "functracer/symbolic_values.h"
+
 namespace ft::post {
 namespace {
 
 std::optional<ValueType> parse_one(std::string_view code) {
   ValueType t;
+  if (size_t eq = code.find('='); eq != std::string_view::npos) {
+    auto base = parse_one(code.substr(0, eq));
+    if (!base || (base->kind != 'i' && base->kind != 'u') || eq + 1 == code.size()) return std::nullopt;
+    base->format = std::string(code.substr(eq + 1));
+    return base;
+  }
   if (code.size() == 1 && std::string_view("psov?").find(code[0]) != std::string_view::npos) {
     t.kind = code[0];
     return t;
@@ -67,8 +75,10 @@ std::string format_value(const ValueType& type, uint64_t v) {
     if (bits < 64) v &= (uint64_t{1} << bits) - 1;
     if (type.kind == 'i') {
       if (bits < 64 && ((v >> (bits - 1)) & 1)) v |= ~uint64_t{0} << bits;
+      if (!type.format.empty()) return symbolic::format(type.format, static_cast<int64_t>(v));
       return std::to_string(static_cast<int64_t>(v));
     }
+    if (!type.format.empty()) return symbolic::format(type.format, static_cast<int64_t>(v));
     return std::to_string(v);
   }
   return fmt::format("{:#x}", v);

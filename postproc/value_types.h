@@ -2,7 +2,9 @@
 // each argument register and the return register hold, so reports can show values as
 // the program sees them: "i4" a signed 4-byte integer, "u8" an unsigned one, "p" a
 // pointer, "s" a string pointer, "f4"/"f8" a float/double (in a floating-point
-// register), "o" something else, "v" no value (void return), "?" unknown. Parameters
+// register), "o" something else, "v" no value (void return), "?" unknown; an integer
+// code may name the symbolic constants it holds ("i4=O_flags",
+// functracer/symbolic_values.h). Parameters
 // are listed in declaration order; each takes the next register of its class (the
 // record's "args" for integers and pointers, "fargs" for floating point).
 #pragma once
@@ -18,6 +20,7 @@ namespace ft::post {
 struct ValueType {
   char kind = '?';  // i u p s f o v ?
   unsigned size = 8;
+  std::string format;  // "i4=O_flags": the symbolic constants an integer holds
 };
 
 // 6 integer and 8 floating-point argument registers.

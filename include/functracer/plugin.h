@@ -50,13 +50,17 @@ typedef struct ft_ctx ft_ctx; /* opaque: the event being delivered */
 enum {
   FT_TRACE_ENTRY = 1u << 0,  /* report calls */
   FT_TRACE_RETURN = 1u << 1, /* report returns (hijacks the return address) */
-  FT_TRACE_PARAMS = 1u << 2, /* look up parameter types in DWARF (ft_function.params) */
+  FT_TRACE_PARAMS = 1u << 2, /* look up parameter types (ft_function.params): in DWARF,
+                                else the -F prototype files, the built-in prototypes
+                                of the C library, a C++ name's parameter types */
   /* With FT_TRACE_RETURN: this plugin's `ret` callback for the function uses only the
    * return registers (retval, fp_arg 0), time, depth, pid and tid — no memory, no
    * backtrace. When every plugin that wants the function's returns says so, its
    * returns are handled inside the traced process without a stop and delivered at the
    * process's next stop, in order, before any later event of that process; read_memory
-   * and read_string then fail and backtrace finds no frames. */
+   * and read_string then fail and backtrace finds no frames. Not honoured for a
+   * function whose return is a string (ret_kind FT_PARAM_STRING, with FT_TRACE_PARAMS):
+   * its returns stop, so the string can be read. */
   FT_TRACE_RETURN_VALUE = 1u << 3,
 };
 
@@ -95,7 +99,7 @@ typedef struct ft_function {
   const char *module;
   ft_addr address;
   uint64_t tag; /* what this plugin's `symbol` callback set for it (0 by default) */
-  /* The parameters from DWARF, in declaration order, with the register the calling
+  /* The parameters (from DWARF or a prototype, see FT_TRACE_PARAMS), in declaration order, with the register the calling
    * convention puts each in (a struct returned in memory adds its hidden pointer
    * first; the list stops at a parameter whose registers cannot be known, such as a
    * struct passed by value, or one passed on the stack). */
@@ -105,7 +109,17 @@ typedef struct ft_function {
   const int8_t *param_regs;          /* nparams entries: 0..5, or FT_REG_FP0 + n */
   int ret_kind;                      /* enum ft_param_kind, or -1 when unknown */
   unsigned ret_size;                 /* bytes (8 when unknown) */
+  /* Added to version 2 after its first release; hosts that fill them say so with
+   * ft_host_api.function_size >= FT_FUNCTION_SIZE_WITH_FORMATS (older hosts' tables
+   * end before that member: check host->size first). Both NULL when nparams is -1. */
+  const char *const *param_labels;   /* nparams entries: "this" for a C++ member
+                                        function's object pointer, else "" */
+  const char *const *param_formats;  /* nparams entries: the set of symbolic constants
+                                        an integer holds ("O_flags", "LC_category",
+                                        ...: functracer/symbolic_values.h), else "" */
 } ft_function;
+
+#define FT_FUNCTION_SIZE_WITH_FORMATS (offsetof(ft_function, param_formats) + sizeof(const char *const *))
 
 /* A module (executable, shared library) mapped into or unmapped from a process. */
 typedef struct ft_module {
@@ -213,6 +227,11 @@ typedef struct ft_host_api {
    * parent, tid(ctx) the child) — but it has its own file descriptors, signal
    * state and so on. */
   int (*thread_pid)(ft_ctx *ctx);
+
+  /* sizeof(ft_function) of the host: the members of ft_function a plugin may read
+   * (param_labels and param_formats when >= FT_FUNCTION_SIZE_WITH_FORMATS). Added to
+   * version 2 after its first release: read it only when `size` covers it. */
+  uint32_t function_size;
 } ft_host_api;
 
 /* A traced process's memory at a moment it is about to be lost to functracer: at

@@ -83,6 +83,7 @@ inline constexpr char kTypes[] = "types";
 inline constexpr char kRetval[] = "retval";
 inline constexpr char kFretval[] = "fretval";
 inline constexpr char kCallsite[] = "callsite";
+inline constexpr char kRetstr[] = "retstr";
 inline constexpr char kFd[] = "fd";
 inline constexpr char kPath[] = "path";
 inline constexpr char kName[] = "name";
@@ -528,22 +529,26 @@ struct UnwoundRecord {
   }
 };
 
-// `return`: the frame returned; fretval only for floating-point returns.
+// `return`: the frame returned; fretval only for floating-point returns, retstr
+// only for a string return (the text retval points to).
 struct ReturnRecord {
   static constexpr const char* kType = type::kReturn;
   FrameFields frame;
   uint64_t retval = 0;
   std::optional<uint64_t> fretval;
+  std::optional<std::string_view> retstr = std::nullopt;
 
   template <class Writer>
   void write(Writer& w) const {
     frame.write(w);
     w.hex(key::kRetval, retval);
     if (fretval) w.hex(key::kFretval, *fretval);
+    if (retstr) w.str(key::kRetstr, *retstr);
   }
   template <class Reader>
   static ReturnRecord read(const Reader& r) {
-    return ReturnRecord{FrameFields::read(r), r.get_hex(key::kRetval).value_or(0), r.get_hex(key::kFretval)};
+    return ReturnRecord{FrameFields::read(r), r.get_hex(key::kRetval).value_or(0), r.get_hex(key::kFretval),
+                        detail::str(r, key::kRetstr)};
   }
 };
 

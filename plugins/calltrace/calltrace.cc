@@ -1,8 +1,10 @@
 // calltrace: records calls and returns of the functions selected with -a (every
 // function of the main executable when no -a is given), with the six integer argument
-// registers, string arguments where DWARF says a parameter is a char *, return values,
-// call depth and call site (the return address). With -o the records go to the trace
-// file; without, an ltrace-like call log is printed on stderr.
+// registers, string arguments where the function's types (DWARF, a -F prototype, the
+// built-in libc prototypes, a C++ name) say a parameter is a char *, integers that
+// hold symbolic constants by their names, string return values, call depth and call
+// site (the return address). With -o the records go to the trace file; without, an
+// ltrace-like call log is printed on stderr.
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "functracer/schema.h"
 #include "functracer/sdk.h"
 #include "functracer/short_name.h"
+#include "functracer/symbolic_values.h"
 
 namespace {
 
@@ -43,6 +46,7 @@ struct PendingCall {
 struct State {
   std::vector<Pattern> patterns;
   bool streaming = false;
+  bool host_formats = false;  // the host fills ft_function.param_labels/param_formats
   std::unordered_map<int, PendingCall> pending;  // per tid: a call not printed yet
 };
 
@@ -146,11 +150,19 @@ std::string type_code(int kind, unsigned size) {
 
 unsigned param_size(const ft_function* fn, int i) { return fn->param_sizes ? fn->param_sizes[i] : 8; }
 
+const char* param_format(const ft_function* fn, int i) {
+  return state.host_formats && fn->param_formats ? fn->param_formats[i] : "";
+}
+bool is_this(const ft_function* fn, int i) {
+  return state.host_formats && fn->param_labels && std::strcmp(fn->param_labels[i], "this") == 0;
+}
+
 std::string types_of(const ft_function* fn) {
   std::string out;
   for (int i = 0; i < fn->nparams; ++i) {
     if (i) out += ',';
     out += type_code(fn->params[i], param_size(fn, i));
+    if (const char* set = param_format(fn, i); set[0]) out += std::string("=") + set;
   }
   return out + ">" + type_code(fn->ret_kind, fn->ret_size);
 }
@@ -181,9 +193,22 @@ std::string format_value(int kind, unsigned size, uint64_t v) {
   return hex(v);
 }
 
-std::string format_return(const ft_function* fn, uint64_t rv, uint64_t frv) {
+// An integer as the names of the symbolic constants it holds (sign-extended from its size).
+std::string format_symbolic(const char* set, unsigned size, uint64_t v) {
+  if (size < 8) {
+    v &= (uint64_t{1} << (8 * size)) - 1;
+    if ((v >> (8 * size - 1)) & 1) v |= ~uint64_t{0} << (8 * size);
+  }
+  return ft::symbolic::format(set, static_cast<int64_t>(v));
+}
+
+std::string format_return(const ft_function* fn, uint64_t rv, uint64_t frv, const std::optional<std::string>& str) {
   if (fn->ret_kind == FT_PARAM_VOID) return "";
   if (fn->ret_kind == FT_PARAM_FLOAT) return " = " + format_value(FT_PARAM_FLOAT, fn->ret_size, frv);
+  if (fn->ret_kind == FT_PARAM_STRING) {
+    if (rv == 0) return " = NULL";
+    if (str) return " = " + quote(*str);
+  }
   return " = " + format_value(fn->ret_kind, fn->ret_size, rv);
 }
 
@@ -272,11 +297,17 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
       text += hex(args[i]);
       continue;
     }
+    if (is_this(fn, i)) text += "this=";
     int reg = fn->param_regs ? fn->param_regs[i] : i;
+    const char* set = param_format(fn, i);
     if (reg >= FT_REG_FP0 && reg - FT_REG_FP0 < 8)
       text += format_value(fn->params[i], param_size(fn, i), fargs[reg - FT_REG_FP0]);
     else if (reg >= 0 && reg < 6 && is_str[reg])
       text += quote(strs[reg]);
+    else if (reg >= 0 && reg < 6 && fn->params[i] == FT_PARAM_STRING && args[reg] == 0)
+      text += "NULL";
+    else if (reg >= 0 && reg < 6 && set[0])
+      text += format_symbolic(set, param_size(fn, i), args[reg]);
     else if (reg >= 0 && reg < 6)
       text += format_value(fn->params[i], param_size(fn, i), args[reg]);
     else
@@ -290,17 +321,22 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   uint64_t rv = host->retval(ctx);
   bool fp = fn->ret_kind == FT_PARAM_FLOAT;
   uint64_t frv = fp ? host->fp_arg(ctx, 0) : 0;
-  ft::sdk::record(host, ctx,
-                  schema::ReturnRecord{{fn->name, fn->address, host->depth(ctx)}, rv,
-                                       fp ? std::optional<uint64_t>(frv) : std::nullopt});
+  // A char * return is read now, while the string is there (the host stops at such
+  // returns: plugin.h, FT_TRACE_RETURN_VALUE).
+  std::optional<std::string> str;
+  if (fn->ret_kind == FT_PARAM_STRING && rv != 0) str = ft::sdk::read_string(host, ctx, rv, kMaxString);
+  schema::ReturnRecord rec{{fn->name, fn->address, host->depth(ctx)}, rv,
+                           fp ? std::optional<uint64_t>(frv) : std::nullopt};
+  if (str) rec.retstr = *str;
+  ft::sdk::record(host, ctx, rec);
   if (!state.streaming) return;
   int tid = host->tid(ctx);
   auto it = state.pending.find(tid);
   std::string line;
   if (it != state.pending.end() && !it->second.open && it->second.depth == host->depth(ctx)) {
-    line = indent(it->second.depth) + it->second.text + format_return(fn, rv, frv);
+    line = indent(it->second.depth) + it->second.text + format_return(fn, rv, frv, str);
   } else {
-    line = indent(host->depth(ctx)) + "}" + format_return(fn, rv, frv) + "  /* " +
+    line = indent(host->depth(ctx)) + "}" + format_return(fn, rv, frv, str) + "  /* " +
            (fn->demangled ? fn->demangled : fn->name) + " */";
   }
   if (it != state.pending.end()) state.pending.erase(it);
@@ -339,6 +375,8 @@ const ft_plugin* setup(const ft_host_api* h) {
   host = h;
   state = State{};
   state.streaming = ft::sdk::streaming(h);
+  state.host_formats = h->size >= offsetof(ft_host_api, function_size) + sizeof(h->function_size) &&
+                       h->function_size >= FT_FUNCTION_SIZE_WITH_FORMATS;
   if (const char* audit = h->option("audit"))
     if (!parse_audit(audit)) return nullptr;
   return &kPlugin;

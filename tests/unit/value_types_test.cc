@@ -29,14 +29,23 @@ TEST(ValueTypes, ParseAndFormat) {
        }) {
     EXPECT_FALSE(parse_value_types(bad).has_value()) << bad;
   }
-  EXPECT_EQ(format_value({'i', 4}, 0xffffffff), "-1");
-  EXPECT_EQ(format_value({'i', 8}, 0x8000000000000000ull), "-9223372036854775808");
-  EXPECT_EQ(format_value({'u', 1}, 0x1ff), "255");
-  EXPECT_EQ(format_value({'u', 8}, ~0ull), "18446744073709551615");
-  EXPECT_EQ(format_value({'p', 8}, 0x1000), "0x1000");
-  EXPECT_EQ(format_value({'v', 8}, 7), "");
-  EXPECT_EQ(format_value({'f', 8}, 0x3ff8000000000000ull), "1.5");   // 1.5 as a double
-  EXPECT_EQ(format_value({'f', 4}, 0xdeadbeefc0200000ull), "-2.5");  // low 4 bytes: -2.5f
+  EXPECT_EQ(format_value({'i', 4, ""}, 0xffffffff), "-1");
+  EXPECT_EQ(format_value({'i', 8, ""}, 0x8000000000000000ull), "-9223372036854775808");
+  EXPECT_EQ(format_value({'u', 1, ""}, 0x1ff), "255");
+  EXPECT_EQ(format_value({'u', 8, ""}, ~0ull), "18446744073709551615");
+  EXPECT_EQ(format_value({'p', 8, ""}, 0x1000), "0x1000");
+  EXPECT_EQ(format_value({'v', 8, ""}, 7), "");
+  EXPECT_EQ(format_value({'f', 8, ""}, 0x3ff8000000000000ull), "1.5");   // 1.5 as a double
+  EXPECT_EQ(format_value({'f', 4, ""}, 0xdeadbeefc0200000ull), "-2.5");  // low 4 bytes: -2.5f
+}
+
+TEST(ValueTypes, SymbolicSets) {
+  auto t = parse_value_types("s,i4=O_flags>i4");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->args[1].format, "O_flags");
+  EXPECT_EQ(format_value(t->args[1], 0x80241), "O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC");  // 01101 | 02000000
+  EXPECT_EQ(format_value(t->args[1], 0), "O_RDONLY");
+  for (std::string_view bad : {"p=O_flags>v", "i4=>v"}) EXPECT_FALSE(parse_value_types(bad).has_value()) << bad;
 }
 
 }  // namespace
