@@ -31,7 +31,12 @@ void RunSummary::trace_closed(pid_t pid, const std::string& path, uint64_t recor
 
 namespace {
 
-std::string plural(uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+// English plurals of the words used here: "processes", "events", "files".
+std::string plural(uint64_t n, const char* word) {
+  std::string_view w = word;
+  const char* suffix = n == 1 ? "" : (w.ends_with("s") ? "es" : "s");
+  return fmt::format("{} {}{}", n, word, suffix);
+}
 
 // The report that answers the first question about a plugin's traces.
 const char* report_for(const std::string& plugin) {
