@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/call_tree.h"
 #include "postproc/report_allocators.h"
 #include "postproc/report_callgrind.h"
 #include "postproc/report_calls.h"
@@ -56,7 +57,7 @@ constexpr ReportSpec kReports[] = {
     {"calls", "per-function call counts, total and self time", report_calls,
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
-     kAcceptsTime | kAcceptsTid, {}},
+     kAcceptsJson | kAcceptsTime | kAcceptsTimeFilter | kAcceptsTid, {}},
     {"chrome", "Chrome trace-event JSON for Perfetto, chrome://tracing, speedscope",
      report_chrome, kAcceptsTid, {}},
     {"flamegraph", "folded stacks or an SVG flame graph of time, calls or heap bytes",
@@ -126,11 +127,6 @@ const ReportSpec* find_report(std::string_view name) {
   return nullptr;
 }
 
-std::string format_duration(uint64_t ns) {
-  if (ns < 1000) return fmt::format("{} ns", ns);
-  if (ns < 1000'000) return fmt::format("{}.{:03} us", ns / 1000, ns % 1000);
-  if (ns < 1000'000'000) return fmt::format("{}.{:03} ms", ns / 1000'000, ns / 1000 % 1000);
-  return fmt::format("{}.{:03} s", ns / 1000'000'000, ns / 1000'000 % 1000);
-}
+std::string format_duration(uint64_t ns) { return format_duration_ns(ns); }
 
 }  // namespace ft::post

@@ -23,6 +23,7 @@ namespace ft::post {
 struct ReportOptions {
   bool json = false;             // --json
   bool time = false;             // --time
+  uint64_t time_filter_ns = 0;   // --time-filter DUR (tree): only calls lasting DUR
   std::optional<int64_t> tid;    // --tid N: only this thread
   std::string sort;              // --sort KEY (empty: the report's default)
   std::string metric;            // --metric KEY (empty: the report's default)
@@ -101,6 +102,7 @@ enum ReportAccepts : uint32_t {
   kAcceptsResolve = 1 << 7,       // --sysroot, --debug-dir
   kAcceptsSvg = 1 << 8,           // --svg
   kAcceptsLeakKinds = 1 << 9,     // --kinds, --error-exitcode
+  kAcceptsTimeFilter = 1 << 10,   // --time-filter
 };
 
 struct ReportSpec {
