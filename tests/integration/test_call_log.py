@@ -273,7 +273,8 @@ def check_uftrace(ck, ft, pg):
         return
     with h.TempDir() as d:
         data = os.path.join(d, "uftrace.data")
-        rec = h.run(["uftrace", "record", "-d", data, "--no-libcall", pg], timeout=h.TRACED_TIMEOUT)
+        # cwd: the -pg program writes gmon.out there.
+        rec = h.run(["uftrace", "record", "-d", data, "--no-libcall", pg], cwd=d, timeout=h.TRACED_TIMEOUT)
         if rec.status != 0:
             ck.skip("-D, --time-filter vs uftrace", f"uftrace record does not run here\n{rec.describe()}")
             return
@@ -281,7 +282,7 @@ def check_uftrace(ck, ft, pg):
                                 (["-t", "10ms"], ["--time-filter=10ms"])):
             rep = h.run(["uftrace", "replay", "-d", data, *args])
             theirs = uftrace_calls(rep.out)
-            res = h.run([ft, *ours_args, pg], timeout=h.TRACED_TIMEOUT)
+            res = h.run([ft, *ours_args, pg], cwd=d, timeout=h.TRACED_TIMEOUT)
             # Before main, functions of the -pg start-up code uftrace does not see.
             ours = [c for c in calls_of_log(log_lines(res.err)) if c[1] in OWN or c[1] == "main"]
             ck.check(len(theirs) > 0, f"uftrace replay {args} shows no calls\n{rep.describe()}")
