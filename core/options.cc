@@ -63,6 +63,14 @@ Trace function calls of a program without rebuilding it.
   -f, --follow-forks        trace children and exec'd programs too
   -p, --pid=PID             attach to a running process; repeatable
 
+      --disabled            start with tracing off; SIGUSR1 to functracer toggles it
+      --stats               print events, ptrace stops and time per event at exit
+  -q, --quiet               no messages from functracer except errors (and no
+                            summary at exit)
+  -d, --debug               log every ptrace request and breakpoint decision
+  -V, --version             print the version
+  -h, --help                print this help
+
 Call log (calltrace; as in ltrace, strace and uftrace):
   -c, --summary             count calls, time and errors per function and print a
                             table at exit instead of the call log
@@ -82,13 +90,6 @@ Call log (calltrace; as in ltrace, strace and uftrace):
   -D, --depth=N             only calls nested at most N deep (1: outermost only)
       --time-filter=DUR     only calls that lasted at least DUR (250us, 1.5ms, 2s);
                             shows each outermost call when it returns
-      --disabled            start with tracing off; SIGUSR1 to functracer toggles it
-      --stats               print events, ptrace stops and time per event at exit
-  -q, --quiet               no messages from functracer except errors (and no
-                            summary at exit)
-  -d, --debug               log every ptrace request and breakpoint decision
-  -V, --version             print the version
-  -h, --help                print this help
 
 Exit status: the program's exit status (128+N if it was killed by signal N);
 1 when functracer cannot start (no such program or pid, permission, bad plugin);

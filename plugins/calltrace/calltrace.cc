@@ -272,7 +272,7 @@ bool wanted(ft_ctx* ctx, unsigned depth) {
   if (state.from_program) {
     ft_addr caller = 0;
     if (host->backtrace(ctx, &caller, 1) < 1) return false;
-    if (!state.program.in_program(host->thread_pid(ctx), caller)) return false;
+    if (!state.program.in_program(host->pid(ctx), caller)) return false;  // a vfork child: its parent's memory
   }
   return true;
 }
