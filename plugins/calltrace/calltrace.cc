@@ -69,6 +69,7 @@ struct State {
   unsigned depth_limit = 0;    // -D; 0: none
   bool from_program = false;   // --from-program
   bool summary = false;        // -c
+  bool called = false;         // a traced function was called
   calltrace::CallSummary calls;
   calltrace::ProgramRanges program;
 };
@@ -286,6 +287,7 @@ size_t shown_level(const ThreadLog& t, unsigned depth) {
 
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   ThreadLog& log = thread_log(ctx);
+  state.called = true;
   unsigned depth = host->depth(ctx);
   if (log.calls.size() <= depth) log.calls.resize(depth + 1);
   log.calls[depth] = OpenCall{host->time_ns(ctx), wanted(ctx, depth)};
@@ -435,6 +437,13 @@ void on_finish(void*) {
         msg += std::string(" (") + stripped + " has no symbol table: only its exported functions can be traced)";
       host->warn(msg.c_str());
     }
+  const char* stripped = host->option("main_stripped");
+  if (state.patterns.empty() && !state.called && stripped) {
+    std::string msg = std::string(stripped) +
+                      " has no symbol table: no call of its own functions was seen; -l libc.so "
+                      "--from-program shows its C library calls, as ltrace does";
+    host->warn(msg.c_str());
+  }
   state.ctx = nullptr;  // lines still held back have no thread to be printed for
   if (state.summary) std::fputs(state.calls.table().c_str(), stderr);
 }

@@ -7,7 +7,7 @@ built here: -O0 -g, and -pg for uftrace):
                   libcalllog.so calls the program makes: -l with --from-program), and
                   `ltrace -x 'cl_*' -c`'s for the program's own functions (-x); errors
                   equal the failures the program counts
-  -T, -t/-tt/-ttt each call's time covers the known 20 ms sleeps, as ltrace -T's does;
+  -T, -t/-tt/-ttt each call's time covers the known 100 ms sleeps, as ltrace -T's does;
                   timestamps have ltrace's formats and lie within the run
   -s N            a string argument cut to N bytes, '"..."...' as ltrace shows it
   -C              names equal c++filt's without their parameters; --no-demangle the
@@ -185,15 +185,15 @@ def check_summary(ck, ft, exe, have_ltrace):
 def check_times(ck, ft, exe, have_ltrace):
     print("=== -T, -t, -tt, -ttt")
     res = h.run([ft, "-T", "-x", "cl_sleep,cl_fail", exe], timeout=h.TRACED_TIMEOUT)
-    durations = re.findall(r"cl_sleep\(20\) = 21 <([\d.]+) (ns|us|ms|s)>", "\n".join(log_lines(res.err)))
+    durations = re.findall(r"cl_sleep\(100\) = 101 <([\d.]+) (ns|us|ms|s)>", "\n".join(log_lines(res.err)))
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}
     ck.check_eq(len(durations), 2, f"-T: two cl_sleep lines with a duration\n{res.err}")
     for v, unit in durations:
-        ck.check(float(v) * scale[unit] >= 0.020, f"-T: cl_sleep took {v} {unit}, less than its 20 ms sleep")
+        ck.check(float(v) * scale[unit] >= 0.100, f"-T: cl_sleep took {v} {unit}, less than its 100 ms sleep")
     if have_ltrace:
         lt = h.run(["ltrace", "-T", "-x", "cl_sleep", exe], timeout=h.TRACED_TIMEOUT)
         lt_d = [float(x) for x in re.findall(r"cl_sleep.*<(\d+\.\d+)>", lt.err)]
-        ck.check(len(lt_d) == 2 and all(d >= 0.020 for d in lt_d), f"ltrace -T disagrees with the sleeps\n{lt.err}")
+        ck.check(len(lt_d) == 2 and all(d >= 0.100 for d in lt_d), f"ltrace -T disagrees with the sleeps\n{lt.err}")
     formats = {1: r"\d\d:\d\d:\d\d ", 2: r"\d\d:\d\d:\d\d\.\d{6} ", 3: r"\d{10}\.\d{6} "}
     for n, pattern in formats.items():
         before = time.time()
@@ -279,7 +279,7 @@ def check_uftrace(ck, ft, pg):
             ck.skip("-D, --time-filter vs uftrace", f"uftrace record does not run here\n{rec.describe()}")
             return
         for args, ours_args in ((["-D", "1"], ["-D", "1"]), (["-D", "2"], ["-D", "2"]), (["-D", "3"], ["-D", "3"]),
-                                (["-t", "10ms"], ["--time-filter=10ms"])):
+                                (["-t", "50ms"], ["--time-filter=50ms"])):
             rep = h.run(["uftrace", "replay", "-d", data, *args])
             theirs = uftrace_calls(rep.out)
             res = h.run([ft, *ours_args, pg], cwd=d, timeout=h.TRACED_TIMEOUT)
@@ -329,15 +329,33 @@ def check_tree(ck, ft, pp, exe):
         ck.check(any(n == "cl_fail" and r == "-1" for _, n, _, r in flat), "tree --json: cl_fail = -1 missing")
         ck.check(any(n == "cl_str" and a == '"abcdefghijklmnopqrstuvwxyz"' for _, n, a, _ in flat),
                  "tree --json: cl_str's string argument missing")
-        live_f = h.run([ft, "--time-filter=10ms", *args, exe], timeout=h.TRACED_TIMEOUT)
-        tree_f = h.run([pp, "tree", "--time-filter=10ms", out])
+        # The live run: every call shown lasted 50 ms or more (-T), the two 100 ms
+        # sleeps among them. The recorded run: the calls tree --time-filter keeps are
+        # those the unfiltered tree --json says lasted that long, with their callers.
+        live_f = h.run([ft, "-T", "--time-filter=50ms", *args, exe], timeout=h.TRACED_TIMEOUT)
         kept = calls_of_log(log_lines(live_f.err))
-        ck.check_eq(kept, [(0, "cl_sleep"), (0, "cl_sleep")], f"--time-filter=10ms live\n{live_f.err}")
-        ck.check_eq(calls_of_log([l for l in tree_f.out.splitlines() if not l.startswith("== ")]), kept,
-                    f"tree --time-filter=10ms\n{tree_f.out}")
-        js_f = json.loads(h.run([pp, "tree", "--json", "--time-filter=10ms", out]).out)
+        ck.check_eq([c for c in kept if c[1] == "cl_sleep"], [(0, "cl_sleep"), (0, "cl_sleep")],
+                    f"--time-filter=50ms live: the sleeps\n{live_f.err}")
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}
+        for v, unit in re.findall(r"<([\d.]+) (ns|us|ms|s)>$", live_f.err, re.M):
+            ck.check(float(v) * scale[unit] >= 0.050, f"--time-filter=50ms live shows a call of {v} {unit}")
+        expected = []
+
+        def long_calls(calls, level):
+            for c in calls:
+                if "function" in c and c["duration_ns"] >= 50_000_000:
+                    expected.append((level, c["function"]))
+                    long_calls(c["calls"], level + 1)
+
+        for t in procs[0]["threads"]:
+            long_calls(t["calls"], 0)
+        ck.check(expected.count((0, "cl_sleep")) == 2, f"tree --json: the sleeps lasted less than 50 ms {expected}")
+        tree_f = h.run([pp, "tree", "--time-filter=50ms", out])
+        ck.check_eq(calls_of_log([l for l in tree_f.out.splitlines() if not l.startswith("== ")]), expected,
+                    f"tree --time-filter=50ms\n{tree_f.out}")
+        js_f = json.loads(h.run([pp, "tree", "--json", "--time-filter=50ms", out]).out)
         ck.check_eq([c["function"] for c in js_f["processes"][0]["threads"][0]["calls"] if "function" in c],
-                    ["cl_sleep", "cl_sleep"], "tree --json --time-filter=10ms")
+                    [n for lv, n in expected if lv == 0], "tree --json --time-filter=50ms")
 
 
 def main():

@@ -4,7 +4,7 @@
  * a known number of times, and a string argument of known length.
  *
  * Own functions, per run: main -> cl_outer x2 -> cl_middle x3 each -> cl_leaf x2 each;
- * main -> cl_sleep x2 (20 ms each) -> cl_leaf x1 each; cl_fail x5 (3 of them -1);
+ * main -> cl_sleep x2 (100 ms each) -> cl_leaf x1 each; cl_fail x5 (3 of them -1);
  * cl_str x1. libcalllog.so: cl_lib_a x4, cl_lib_b x2 (cl_lib_b calls cl_lib_a once
  * more each time, from inside the library). libc from the program: strlen x8 (one in cl_str),
  * getenv x3, atoi x1, dup x1. */
@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
   (void)argc;
   long total = 0;
   for (int i = 0; i < 2; ++i) total += cl_outer(i);
-  for (int i = 0; i < 2; ++i) total += cl_sleep(20);
+  for (int i = 0; i < 2; ++i) total += cl_sleep(100);
   int failures = 0;
   for (int i = 0; i < 5; ++i)
     if (cl_fail(i) < 0) failures++;
