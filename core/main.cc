@@ -110,6 +110,17 @@ int main(int argc, char** argv) {
   if (opts.log) host.set_option("log", "1");
   if (opts.backtrace_all) host.set_option("backtrace_all", "1");
   if (!opts.monitor.empty()) host.set_option("monitor", opts.monitor);
+  // The call log's options (calltrace; doc/plugin-api.md lists them).
+  if (opts.summary) host.set_option("summary", "1");
+  if (opts.durations) host.set_option("durations", "1");
+  if (opts.timestamps) host.set_option("timestamps", std::to_string(opts.timestamps));
+  if (opts.string_size >= 0) host.set_option("string_size", std::to_string(opts.string_size));
+  if (!opts.demangle) host.set_option("demangle", "0");
+  if (!opts.library.empty()) host.set_option("library", opts.library);
+  if (!opts.exe_audit.empty()) host.set_option("exe_audit", opts.exe_audit);
+  if (opts.depth_limit >= 0) host.set_option("depth", std::to_string(opts.depth_limit));
+  if (opts.time_filter_ns) host.set_option("time_filter_ns", std::to_string(opts.time_filter_ns));
+  if (opts.from_program) host.set_option("from_program", "1");
   for (const auto& p : opts.plugins)
     if (auto s = host.load(p); !s) {
       ft::log::error("{}", s.error().message);

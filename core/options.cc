@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -19,7 +20,18 @@ bool parse_int(const char* s, long min, long max, long* out) {
   return true;
 }
 
-enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog };
+enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram };
+
+// The option getopt stopped at, as the user typed it. `scanned` is the argument getopt
+// was looking at (optind before the call). argv[optind - 1] is not it: inside a group
+// of short options ("-tt", "-qZ") optind has not moved past the group yet, so it names
+// the previous argument, or the program itself. A short option's letter is in optopt.
+std::string offending_option(const char* scanned) {
+  std::string arg = scanned ? scanned : "";
+  if (arg.rfind("--", 0) == 0) return arg.substr(0, arg.find('='));
+  if (optopt > 0 && optopt < 128) return std::string("-") + static_cast<char>(optopt);
+  return arg;
+}
 
 }  // namespace
 
@@ -54,6 +66,7 @@ Trace function calls of a program without rebuilding it.
   -M, --monitor=SIZES       backtraces only for allocations of these sizes
   -f, --follow-forks        trace children and exec'd programs too
   -p, --pid=PID             attach to a running process; repeatable
+
       --disabled            start with tracing off; SIGUSR1 to functracer toggles it
       --stats               print events, ptrace stops and time per event at exit
   -q, --quiet               no messages from functracer except errors (and no
@@ -62,10 +75,44 @@ Trace function calls of a program without rebuilding it.
   -V, --version             print the version
   -h, --help                print this help
 
+Call log (calltrace; as in ltrace, strace and uftrace):
+  -c, --summary             count calls, time and errors per function and print a
+                            table at exit instead of the call log
+  -T, --durations           show the time spent in each call
+  -t, --timestamps          prefix each line with the time of day; -tt with
+                            microseconds; -ttt as seconds since the epoch
+  -s, --string-size=N       read at most N bytes of a string argument (256)
+  -C, --demangle            C++ names demangled (the default)
+      --no-demangle         names as in the symbol table
+  -l, --library=LIB         trace the functions of the libraries whose path
+                            contains LIB (like -a '*@LIB'); repeatable
+  -x, --exe-functions=PATTERNS
+                            trace the executable's own functions matching
+                            PATTERNS (globs, comma-separated)
+      --from-program        only calls made from the executable's own code, not
+                            from inside libraries (ltrace's view of library calls)
+  -D, --depth=N             only calls nested at most N deep (1: outermost only)
+      --time-filter=DUR     only calls that lasted at least DUR (250us, 1.5ms, 2s);
+                            shows each outermost call when it returns
+
 Exit status: the program's exit status (128+N if it was killed by signal N);
 1 when functracer cannot start (no such program or pid, permission, bad plugin);
 2 for usage errors.
 )";
+}
+
+bool parse_duration(std::string_view text, uint64_t* ns) {
+  size_t unit = text.find_first_not_of("0123456789.");
+  if (unit == 0 || unit == std::string_view::npos) return false;
+  std::string number(text.substr(0, unit));
+  std::string_view suffix = text.substr(unit);
+  double scale = suffix == "ns" ? 1 : suffix == "us" ? 1e3 : suffix == "ms" ? 1e6 : suffix == "s" ? 1e9 : 0;
+  if (scale == 0) return false;
+  char* end = nullptr;
+  double v = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || v < 0 || v * scale > 1e18) return false;
+  *ns = static_cast<uint64_t>(v * scale + 0.5);
+  return true;
 }
 
 Result<Options> parse_options(int argc, char** argv) {
@@ -83,6 +130,17 @@ Result<Options> parse_options(int argc, char** argv) {
       {"stats", no_argument, nullptr, kStats},
       {"uncompressed", no_argument, nullptr, kUncompressed},
       {"log", no_argument, nullptr, kLog},
+      {"summary", no_argument, nullptr, 'c'},
+      {"durations", no_argument, nullptr, 'T'},
+      {"timestamps", no_argument, nullptr, 't'},
+      {"string-size", required_argument, nullptr, 's'},
+      {"demangle", no_argument, nullptr, 'C'},
+      {"no-demangle", no_argument, nullptr, kNoDemangle},
+      {"library", required_argument, nullptr, 'l'},
+      {"exe-functions", required_argument, nullptr, 'x'},
+      {"depth", required_argument, nullptr, 'D'},
+      {"time-filter", required_argument, nullptr, kTimeFilter},
+      {"from-program", no_argument, nullptr, kFromProgram},
       {"quiet", no_argument, nullptr, 'q'},
       {"debug", no_argument, nullptr, 'd'},
       {"version", no_argument, nullptr, 'V'},
@@ -95,7 +153,9 @@ Result<Options> parse_options(int argc, char** argv) {
   for (;;) {
     int idx = 0;
     // '+': stop at the first non-option, which is the program to run.
-    int c = getopt_long(argc, argv, "+:e:a:F:o:b:AM:fp:qdVh", long_opts, &idx);
+    optopt = 0;
+    const char* scanned = optind < argc ? argv[optind] : nullptr;
+    int c = getopt_long(argc, argv, "+:e:a:F:o:b:AM:fp:qdVhcTts:Cl:x:D:", long_opts, &idx);
     if (c == -1) break;
     long v = 0;
     switch (c) {
@@ -121,19 +181,50 @@ Result<Options> parse_options(int argc, char** argv) {
       case kStats: o.stats = true; break;
       case kUncompressed: o.uncompressed = true; break;
       case kLog: o.log = true; break;
+      case 'c': o.summary = true; break;
+      case 'T': o.durations = true; break;
+      case 't': o.timestamps = std::min(o.timestamps + 1, 3); break;
+      case 's':
+        if (!parse_int(optarg, 0, 1 << 20, &v)) return usage_error(std::string("bad string size '") + optarg + "'");
+        o.string_size = static_cast<int>(v);
+        break;
+      case 'C': o.demangle = true; break;
+      case kNoDemangle: o.demangle = false; break;
+      case 'l':
+        if (!o.library.empty()) o.library += ",";
+        o.library += optarg;
+        break;
+      case 'x':
+        if (!o.exe_audit.empty()) o.exe_audit += ",";
+        o.exe_audit += optarg;
+        break;
+      case 'D':
+        if (!parse_int(optarg, 1, 1 << 20, &v)) return usage_error(std::string("bad depth '") + optarg + "'");
+        o.depth_limit = static_cast<int>(v);
+        break;
+      case kTimeFilter:
+        if (!parse_duration(optarg, &o.time_filter_ns) || o.time_filter_ns == 0)
+          return usage_error(std::string("bad duration '") + optarg + "' (a number and a unit: 250us, 1.5ms, 2s)");
+        break;
+      case kFromProgram: o.from_program = true; break;
       case 'q': o.quiet = true; break;
       case 'd': o.debug = true; break;
       case 'V': o.action = Options::Action::Version; return o;
       case 'h': o.action = Options::Action::Help; return o;
-      case ':': return usage_error(std::string("option '") + argv[optind - 1] + "' needs an argument");
-      default: return usage_error(std::string("unknown option '") + argv[optind - 1] + "'");
+      case ':': return usage_error("option '" + offending_option(scanned) + "' needs an argument");
+      default: return usage_error("unknown option '" + offending_option(scanned) + "'");
     }
   }
   for (int i = optind; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty() && o.attach.empty()) return usage_error("no program to run and no -p PID");
   if (!o.command.empty() && !o.attach.empty()) return usage_error("give either a program to run or -p PID, not both");
-  // -a names functions to trace, which is what calltrace does; otherwise the heap.
-  if (o.plugins.empty()) o.plugins.push_back(o.audit.empty() ? "memtrace" : "calltrace");
+  if (o.time_filter_ns && !o.output_dir.empty())
+    return usage_error("--time-filter shows the call log; with -o use functracer-postproc tree --time-filter");
+  // -a names functions to trace, which is what calltrace does, as do the call log's
+  // options; otherwise the heap.
+  bool calls = !o.audit.empty() || !o.library.empty() || !o.exe_audit.empty() || o.summary || o.durations ||
+               o.timestamps || o.string_size >= 0 || o.depth_limit >= 0 || o.time_filter_ns || o.from_program;
+  if (o.plugins.empty()) o.plugins.push_back(calls ? "calltrace" : "memtrace");
   return o;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -26,6 +27,17 @@ struct Options {
   bool uncompressed = false;         // --uncompressed: plain .trace files, not .trace.zst
   bool log = false;                  // --log: plugins print every event on stderr, not a summary
   bool quiet = false, debug = false, stats = false;
+  // The calltrace plugin's call log (ltrace, strace and uftrace options).
+  bool summary = false;              // -c: a table of calls, time and errors at exit
+  bool durations = false;            // -T: time spent in each call
+  int timestamps = 0;                // -t, -tt, -ttt
+  int string_size = -1;              // -s N; -1: the plugin's default
+  bool demangle = true;              // -C (the default) / --no-demangle
+  std::string library;               // -l LIB, repeatable, comma-separated
+  std::string exe_audit;             // -x PATTERNS: the executable's own functions
+  int depth_limit = -1;              // -D N; -1: no limit
+  uint64_t time_filter_ns = 0;       // --time-filter DUR
+  bool from_program = false;         // --from-program: only calls made from the executable
   std::vector<pid_t> attach;         // -p
   std::vector<std::string> command;  // PROGRAM ARGS...
 
@@ -34,6 +46,8 @@ struct Options {
 
 // Usage errors carry code 2.
 Result<Options> parse_options(int argc, char** argv);
+// "250us", "1.5ms", "2s", "100ns" as nanoseconds; a unit is required.
+bool parse_duration(std::string_view text, uint64_t* ns);
 std::string usage_text();
 
 }  // namespace ft

@@ -25,37 +25,98 @@ std::optional<int64_t> positive(const std::string& v) {
   return n;
 }
 
-// Every option: its names, whether it takes a value, and which reports accept it
-// (0: all of them).
+// Every option: its names, whether it takes a value, which reports accept it (0: all
+// of them) and its line in --help.
 struct OptionSpec {
   std::string_view long_name;
   char short_name;
   std::string_view value;  // what the value is, for messages; empty: no value
   uint32_t accepted_by;    // a ReportAccepts bit
+  std::string_view usage;  // "--tid=N" as --help shows it
+  std::string_view help;
 };
 
+// --sort and --metric are accepted by the reports that list keys for them
+// (ReportSpec::sort_keys, metric_keys), not by a ReportAccepts bit.
+constexpr uint32_t kBySortKeys = 1u << 30;
+constexpr uint32_t kByMetricKeys = 1u << 31;
+
 constexpr OptionSpec kOptions[] = {
-    {"--help", 'h', "", 0},
-    {"--output", 'o', "a file name", 0},
-    {"--json", 0, "", kAcceptsJson},
-    {"--time", 0, "", kAcceptsTime},
-    {"--no-callsite", 0, "", kAcceptsCallsite},
-    {"--tid", 0, "a thread id", kAcceptsTid},
-    {"--sort", 0, "a sort key", 0},
-    {"--metric", 0, "a metric", 0},
-    {"--svg", 0, "", kAcceptsSvg},
-    {"--top", 0, "a number", kAcceptsTop},
-    {"--size", 0, "a size range", kAcceptsBlockFilters},
-    {"--from", 0, "a moment", kAcceptsBlockFilters},
-    {"--to", 0, "a moment", kAcceptsBlockFilters},
-    {"--at", 0, "a moment", kAcceptsAt},
-    {"--function", 0, "a function name pattern", kAcceptsGroupFilters},
-    {"--suppressions", 0, "a file name", kAcceptsGroupFilters},
-    {"--sysroot", 0, "a directory", kAcceptsResolve},
-    {"--debug-dir", 0, "a directory", kAcceptsResolve},
-    {"--kinds", 0, "a list of leak kinds", kAcceptsLeakKinds},
-    {"--error-exitcode", 0, "an exit status", kAcceptsLeakKinds},
+    {"--help", 'h', "", 0, "-h, --help", "show this help (REPORT --help: that report's options)"},
+    {"--version", 'V', "", 0, "-V, --version", "print the version"},
+    {"--output", 'o', "a file name", 0, "-o, --output=FILE", "write the report to FILE instead of standard output"},
+    {"--json", 0, "", kAcceptsJson, "--json", "JSON output"},
+    {"--time", 0, "", kAcceptsTime, "--time", "show the duration of each call"},
+    {"--time-filter", 0, "a duration", kAcceptsTimeFilter, "--time-filter=DUR",
+     "only calls that lasted at least DUR (250us, 1.5ms, 2s)"},
+    {"--no-callsite", 0, "", kAcceptsCallsite, "--no-callsite", "leave out where each call was made"},
+    {"--tid", 0, "a thread id", kAcceptsTid, "--tid=N", "only thread N"},
+    {"--sort", 0, "a sort key", kBySortKeys, "--sort=KEY", "order of the entries"},
+    {"--metric", 0, "a metric", kByMetricKeys, "--metric=KEY", "what the report measures"},
+    {"--svg", 0, "", kAcceptsSvg, "--svg", "an interactive SVG flame graph instead of folded stacks"},
+    {"--top", 0, "a number", kAcceptsTop, "--top=N", "only the first N entries"},
+    {"--size", 0, "a size range", kAcceptsBlockFilters, "--size=RANGE",
+     "only blocks of these sizes: 64, 1k-4k, 100-, -1M"},
+    {"--from", 0, "a moment", kAcceptsBlockFilters, "--from=WHEN",
+     "only blocks allocated at or after WHEN (250ms, 1.5s, 40us since the start, or #SEQ)"},
+    {"--to", 0, "a moment", kAcceptsBlockFilters, "--to=WHEN", "only blocks allocated at or before WHEN"},
+    {"--at", 0, "a moment", kAcceptsAt, "--at=WHEN", "the heap live at WHEN instead of at the end"},
+    {"--function", 0, "a function name pattern", kAcceptsGroupFilters, "--function=GLOB",
+     "only backtraces with a function matching GLOB"},
+    {"--suppressions", 0, "a file name", kAcceptsGroupFilters, "--suppressions=FILE",
+     "leave out backtraces matching FILE's leak:PATTERN lines"},
+    {"--sysroot", 0, "a directory", kAcceptsResolve, "--sysroot=DIR",
+     "find the traced modules under DIR (traces from elsewhere)"},
+    {"--debug-dir", 0, "a directory", kAcceptsResolve, "--debug-dir=DIR", "also look for separate debug files in DIR"},
+    {"--kinds", 0, "a list of leak kinds", kAcceptsLeakKinds, "--kinds=LIST",
+     "leak kinds listed: definite,indirect,possible,reachable (all, none)"},
+    {"--error-exitcode", 0, "an exit status", kAcceptsLeakKinds, "--error-exitcode=N",
+     "exit N when lost blocks remain"},
 };
+
+bool accepts(const ReportSpec& r, const OptionSpec& o) {
+  if (o.accepted_by == 0) return true;
+  if (o.accepted_by == kBySortKeys) return !r.sort_keys.empty();
+  if (o.accepted_by == kByMetricKeys) return !r.metric_keys.empty();
+  return (r.accepts & o.accepted_by) != 0;
+}
+
+std::string key_list(std::span<const std::string_view> keys) {
+  std::string list;
+  for (std::string_view k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+  return list;
+}
+
+// "  -o, --output=FILE     help text", the help starting in column 24 and wrapped
+// at 80 columns.
+void append_option_line(std::string& text, const OptionSpec& o, const std::string& help) {
+  constexpr size_t kColumn = 24, kWidth = 80;
+  std::string line = o.short_name == 0 ? "      " : "  ";
+  line += o.usage;
+  if (line.size() + 1 > kColumn) {
+    text += line + '\n';
+    line.clear();
+  }
+  line.resize(kColumn, ' ');
+  size_t start = 0;
+  bool first = true;
+  while (start < help.size()) {
+    size_t end = help.find(' ', start);
+    if (end == std::string::npos) end = help.size();
+    std::string word = help.substr(start, end - start);
+    if (!first && line.size() + 1 + word.size() > kWidth) {
+      text += line + '\n';
+      line.assign(kColumn, ' ');
+      first = true;
+    }
+    if (!first) line += ' ';
+    line += word;
+    first = false;
+    start = end + 1;
+  }
+  text += line + '\n';
+}
+
 
 const OptionSpec* find_option(std::string_view name) {
   for (const OptionSpec& o : kOptions) {
@@ -83,39 +144,35 @@ std::string usage_text() {
     text += r.summary;
     text += '\n';
   }
+  text += "\nOptions (the reports that take them in brackets):\n";
+  for (const OptionSpec& o : kOptions) {
+    std::string help(o.help);
+    if (o.accepted_by != 0) {
+      std::string which;
+      for (const ReportSpec& r : all_reports())
+        if (accepts(r, o)) which += (which.empty() ? "" : ", ") + std::string(r.name);
+      help += " [" + which + "]";
+    }
+    append_option_line(text, o, help);
+  }
   text +=
-      "\n"
-      "Options:\n"
-      "      --json            JSON output\n"
-      "      --time            show the duration of each call (tree)\n"
-      "      --no-callsite     leave out where each call was made (tree)\n"
-      "      --tid=N           only thread N\n"
-      "      --sort=KEY        order of the entries (see functracer-postproc(1))\n"
-      "      --metric=KEY      what the report measures (flamegraph: time, calls,\n"
-      "                        allocated, allocations, leaked, peak, temporary)\n"
-      "      --svg             an interactive SVG flame graph instead of folded stacks\n"
-      "      --top=N           only the first N entries\n"
-      "      --metric=KEY      what to weigh by (see functracer-postproc(1))\n"
-      "  -o, --output=FILE     write the report to FILE instead of standard output\n"
-      "\n"
-      "Heap and descriptor reports:\n"
-      "      --size=RANGE      only blocks of these sizes: 64, 1k-4k, 100-, -1M\n"
-      "      --from=WHEN       only blocks allocated at or after WHEN\n"
-      "      --to=WHEN         only blocks allocated at or before WHEN\n"
-      "      --at=WHEN         the heap live at WHEN instead of at the end (leaks)\n"
-      "                        WHEN: time since the trace started (250ms, 1.5s, 40us)\n"
-      "                        or an event, #SEQ\n"
-      "      --function=GLOB   only backtraces with a function matching GLOB\n"
-      "      --suppressions=FILE  leave out backtraces matching FILE's leak:PATTERN lines\n"
-      "      --sysroot=DIR     find the traced modules under DIR (traces from elsewhere)\n"
-      "      --debug-dir=DIR   also look for separate debug files in DIR\n"
-      "      --kinds=LIST      leak kinds listed: definite,indirect,possible,reachable\n"
-      "                        (all, none; leaks of traces with a leak scan)\n"
-      "      --error-exitcode=N  exit N when lost blocks remain (leaks)\n"
-      "  -h, --help            show this help\n"
       "\n"
       "Exit status: 0 on success (also when a trace was cut short: a warning says so),\n"
       "1 when a file cannot be read or is not a trace, 2 for usage errors.\n";
+  return text;
+}
+
+std::string report_usage_text(const ReportSpec& r) {
+  std::string text = "Usage: functracer-postproc " + std::string(r.name) + " [OPTIONS] TRACE" +
+                     (r.inputs == 2 ? " TRACE" : "...") + "\n" + std::string(r.summary) + ".\n\nOptions:\n";
+  for (const OptionSpec& o : kOptions) {
+    if (!accepts(r, o) || o.long_name == "--version") continue;
+    std::string help(o.help);
+    if (o.long_name == "--sort") help += ": " + key_list(r.sort_keys) + " (default " + std::string(r.sort_keys[0]) + ")";
+    if (o.long_name == "--metric") help += ": " + key_list(r.metric_keys);
+    if (o.long_name == "--help") help = "show this help";
+    append_option_line(text, o, help);
+  }
   return text;
 }
 
@@ -176,7 +233,16 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     std::string_view n = spec->long_name;
     if (n == "--help") {
       cl.help = true;
+      if (have_report) cl.report = find_report(report_name);
       return cl;
+    } else if (n == "--version") {
+      cl.version = true;
+      return cl;
+    } else if (n == "--time-filter") {
+      auto w = parse_when(value);
+      if (!w || w->kind != When::Kind::kTime || w->value == 0)
+        return Error::msg("option '--time-filter' needs a duration (250us, 1.5ms, 2s), not '" + value + "'");
+      o.time_filter_ns = static_cast<uint64_t>(w->value);
     } else if (n == "--output") {
       cl.output = value;
     } else if (n == "--json") {
@@ -233,7 +299,7 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
   }
   std::string which = "the " + std::string(cl.report->name) + " report";
   for (const OptionSpec* spec : given) {
-    if (spec->accepted_by == 0 || (cl.report->accepts & spec->accepted_by) != 0) continue;
+    if (accepts(*cl.report, *spec)) continue;
     if (spec->long_name == "--json") return Error::msg(which + " has no --json output");
     return Error::msg(which + " does not take " + std::string(spec->long_name));
   }

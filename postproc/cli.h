@@ -12,7 +12,8 @@
 namespace ft::post {
 
 struct CommandLine {
-  bool help = false;
+  bool help = false;     // --help; with a report before it, that report's help
+  bool version = false;  // --version
   const ReportSpec* report = nullptr;
   ReportOptions options;
   std::string output;  // -o FILE; empty: stdout
@@ -22,5 +23,7 @@ struct CommandLine {
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args);
 
 std::string usage_text();
+// The help of one report: only the options it accepts, with its --sort and --metric keys.
+std::string report_usage_text(const ReportSpec& report);
 
 }  // namespace ft::post

@@ -86,7 +86,11 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (cl->help) {
-    std::fputs(usage_text().c_str(), stdout);
+    std::fputs((cl->report ? report_usage_text(*cl->report) : usage_text()).c_str(), stdout);
+    return 0;
+  }
+  if (cl->version) {
+    std::printf("functracer-postproc %s\n", FT_VERSION);
     return 0;
   }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "functracer/call_tree.h"
 #include "postproc/report_allocators.h"
 #include "postproc/report_callgrind.h"
 #include "postproc/report_calls.h"
@@ -57,7 +58,7 @@ constexpr ReportSpec kReports[] = {
     {"calls", "per-function call counts, total and self time", report_calls,
      kAcceptsJson | kAcceptsTid, {}},
     {"tree", "call tree per thread with arguments and return values", report_tree,
-     kAcceptsTime | kAcceptsTid | kAcceptsCallsite | kAcceptsResolve, {}},
+     kAcceptsJson | kAcceptsTime | kAcceptsTimeFilter | kAcceptsTid | kAcceptsCallsite | kAcceptsResolve, {}},
     {"chrome", "Chrome trace-event JSON for Perfetto, chrome://tracing, speedscope",
      report_chrome, kAcceptsTid, {}},
     {"speedscope", "a speedscope profile: time per thread, and each heap metric by backtrace",
@@ -130,12 +131,7 @@ const ReportSpec* find_report(std::string_view name) {
   return nullptr;
 }
 
-std::string format_duration(uint64_t ns) {
-  if (ns < 1000) return fmt::format("{} ns", ns);
-  if (ns < 1000'000) return fmt::format("{}.{:03} us", ns / 1000, ns % 1000);
-  if (ns < 1000'000'000) return fmt::format("{}.{:03} ms", ns / 1000'000, ns / 1000 % 1000);
-  return fmt::format("{}.{:03} s", ns / 1000'000'000, ns / 1000'000 % 1000);
-}
+std::string format_duration(uint64_t ns) { return format_duration_ns(ns); }
 
 std::string format_bytes(uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);

@@ -24,6 +24,7 @@ struct ReportOptions {
   bool json = false;             // --json
   bool time = false;             // --time
   bool callsite = true;          // false with --no-callsite
+  uint64_t time_filter_ns = 0;   // --time-filter DUR (tree): only calls lasting DUR
   std::optional<int64_t> tid;    // --tid N: only this thread
   std::string sort;              // --sort KEY (empty: the report's default)
   std::string metric;            // --metric KEY (empty: the report's default)
@@ -103,6 +104,7 @@ enum ReportAccepts : uint32_t {
   kAcceptsSvg = 1 << 8,           // --svg
   kAcceptsLeakKinds = 1 << 9,     // --kinds, --error-exitcode
   kAcceptsCallsite = 1 << 10,     // --no-callsite
+  kAcceptsTimeFilter = 1 << 11,   // --time-filter
 };
 
 struct ReportSpec {

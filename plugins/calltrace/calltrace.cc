@@ -4,24 +4,32 @@
 // built-in libc prototypes, a C++ name) say a parameter is a char *, integers that
 // hold symbolic constants by their names, string return values, call depth and call
 // site (the return address). With -o the records go to the trace file; without, an
-// ltrace-like call log is printed on stderr.
+// ltrace-like call log is printed on stderr, laid out as functracer-postproc tree lays out calls
+// (functracer/call_tree.h). The call log's options (-c, -T, -t, -s, -C, -l, -x, -D,
+// --time-filter, --from-program) arrive as host options (doc/plugin-api.md).
 #include <fnmatch.h>
+#include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "call_summary.h"
+#include "functracer/call_tree.h"
 #include "functracer/plugin.h"
 #include "functracer/schema.h"
 #include "functracer/sdk.h"
 #include "functracer/short_name.h"
 #include "functracer/symbolic_values.h"
+#include "program_ranges.h"
 
 namespace {
 
@@ -35,24 +43,43 @@ struct Pattern {
   std::string glob;
   std::string lib;  // PATTERN@LIB: only modules whose path contains LIB
   bool matched = false;
+  bool main_only = false;  // -x: only the executable's own functions
+  bool library = false;    // -l: every function of a library but its start-up code
 };
 
-struct PendingCall {
-  std::string text;
-  unsigned depth = 0;
-  bool open = false;  // printed as "name(args) {"
+// A traced call of a thread not returned yet, by depth.
+struct OpenCall {
+  uint64_t start_ns = 0;
+  bool shown = false;  // recorded and logged (not left out by -D or --from-program)
+};
+
+// One thread's call log.
+struct ThreadLog {
+  std::vector<OpenCall> calls;  // index: host depth
+  std::unique_ptr<ft::CallTreeLayout> layout;
 };
 
 struct State {
   std::vector<Pattern> patterns;
   bool streaming = false;
   bool host_formats = false;  // the host fills ft_function.param_labels/param_formats
-  std::unordered_map<int, PendingCall> pending;  // per tid: a call not printed yet
+  std::unordered_map<int, ThreadLog> threads;  // per tid
+  ft_ctx* ctx = nullptr;                       // the event being handled, for the layout's lines
+  // The call log's options.
+  ft::CallTreeStyle style;
+  size_t string_size = 256;    // -s
+  bool demangle = true;        // --no-demangle: false
+  int timestamps = 0;          // -t, -tt, -ttt
+  int64_t realtime_offset_ns = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, for -t
+  unsigned depth_limit = 0;    // -D; 0: none
+  bool from_program = false;   // --from-program
+  bool summary = false;        // -c
+  bool called = false;         // a traced function was called
+  calltrace::CallSummary calls;
+  calltrace::ProgramRanges program;
 };
 
 State state;
-
-constexpr size_t kMaxString = 256;
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
@@ -108,6 +135,23 @@ bool compiler_generated(const char* name) {
   return false;
 }
 
+// -l LIB: every function of the libraries whose path contains LIB; -x PATTERNS: the
+// executable's own functions matching them.
+void add_library_patterns(const std::string& libs) {
+  size_t start = 0;
+  while (start <= libs.size()) {
+    size_t comma = std::min(libs.find(',', start), libs.size());
+    if (comma > start) state.patterns.push_back(Pattern{"*", libs.substr(start, comma - start), false, false, true});
+    start = comma + 1;
+  }
+}
+
+void add_exe_patterns(const std::string& globs) {
+  size_t first = state.patterns.size();
+  parse_audit(globs.c_str());
+  for (size_t i = first; i < state.patterns.size(); ++i) state.patterns[i].main_only = true;
+}
+
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE | FT_TRACE_PARAMS;
   if (state.patterns.empty()) {
@@ -119,6 +163,8 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   std::string base = cxx ? ft::strip_parameters(sym->demangled) : std::string();
   for (auto& p : state.patterns) {
     if (!p.lib.empty() && !std::strstr(sym->module, p.lib.c_str())) continue;
+    if (p.main_only && !sym->is_main_program) continue;
+    if (p.library && compiler_generated(sym->name)) continue;  // every library has its _init
     // PLT stubs are matched only by patterns that ask for them ("foo@plt", "*@plt"):
     // "foo*" means the functions, not also the stubs that lead to them.
     if (sym->is_plt && p.glob.find("@plt") == std::string::npos) continue;
@@ -130,8 +176,6 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   }
   return flags;
 }
-
-std::string indent(unsigned depth) { return std::string(2 * depth, ' '); }
 
 // The "types" field of call records (doc/trace-format.md): one code per parameter in
 // declaration order, '>' and the return's code.
@@ -212,12 +256,59 @@ std::string format_return(const ft_function* fn, uint64_t rv, uint64_t frv, cons
   return " = " + format_value(fn->ret_kind, fn->ret_size, rv);
 }
 
-void flush_pending(ft_ctx* ctx, int tid) {
-  auto it = state.pending.find(tid);
-  if (it == state.pending.end() || it->second.open) return;
-  std::string line = indent(it->second.depth) + it->second.text + " {";
-  host->print(ctx, line.c_str());
-  it->second.open = true;
+ThreadLog& thread_log(ft_ctx* ctx) {
+  ThreadLog& t = state.threads[host->tid(ctx)];
+  if (!t.layout)
+    t.layout = std::make_unique<ft::CallTreeLayout>(state.style, [](std::string_view line) {
+      if (state.ctx) host->print(state.ctx, std::string(line).c_str());
+    });
+  state.ctx = ctx;
+  return t;
+}
+
+// The -t, -tt, -ttt prefix of a line, from the event's time: "15:04:05 ",
+// "15:04:05.123456 ", "1700000000.123456 ".
+std::string timestamp(ft_ctx* ctx) {
+  if (!state.timestamps) return {};
+  int64_t ns = static_cast<int64_t>(host->time_ns(ctx)) + state.realtime_offset_ns;
+  time_t secs = static_cast<time_t>(ns / 1000'000'000);
+  long usecs = static_cast<long>(ns % 1000'000'000 / 1000);
+  char b[64];
+  if (state.timestamps >= 3) {
+    std::snprintf(b, sizeof b, "%lld.%06ld ", static_cast<long long>(secs), usecs);
+  } else {
+    struct tm tm {};
+    localtime_r(&secs, &tm);
+    size_t n = strftime(b, sizeof b, "%H:%M:%S", &tm);
+    if (state.timestamps == 2) std::snprintf(b + n, sizeof b - n, ".%06ld", usecs);
+    std::strcat(b, " ");
+  }
+  return b;
+}
+
+// The name calls are logged and summed up by.
+std::string display_name(const ft_function* fn) {
+  if (state.demangle && fn->demangled && fn->demangled[0]) return ft::strip_parameters(fn->demangled);
+  return fn->name;
+}
+
+// Whether the call being made is shown (recorded and logged): -D and --from-program
+// leave some out, and a call left out is also left out at its return.
+bool wanted(ft_ctx* ctx, unsigned depth) {
+  if (state.depth_limit && depth >= state.depth_limit) return false;
+  if (state.from_program) {
+    ft_addr caller = 0;
+    if (host->backtrace(ctx, &caller, 1) < 1) return false;
+    if (!state.program.in_program(host->pid(ctx), caller)) return false;  // a vfork child: its parent's memory
+  }
+  return true;
+}
+
+// The nesting of a shown call among the shown calls of its thread.
+size_t shown_level(const ThreadLog& t, unsigned depth) {
+  size_t level = 0;
+  for (unsigned i = 0; i < depth && i < t.calls.size(); ++i) level += t.calls[i].shown;
+  return level;
 }
 
 // Floating-point argument registers fn's parameters use.
@@ -236,7 +327,7 @@ int string_reg(const ft_function* fn, int i) {
 }
 
 // What on_call reads: the six integer argument registers, the floating-point ones in
-// use, the strings DWARF's parameter types point at, and the call site.
+// use, the strings the function's types point at, and the call site.
 int on_capture(void*, const ft_function* fn, ft_capture* out) {
   out->int_args = 6;
   out->backtrace = 1;
@@ -256,6 +347,13 @@ std::optional<uint64_t> callsite_of(ft_ctx* ctx) {
 }
 
 void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
+  ThreadLog& log = thread_log(ctx);
+  state.called = true;
+  unsigned depth = host->depth(ctx);
+  if (log.calls.size() <= depth) log.calls.resize(depth + 1);
+  log.calls[depth] = OpenCall{host->time_ns(ctx), wanted(ctx, depth)};
+  if (!log.calls[depth].shown) return;
+  if (state.summary) state.calls.add_call(display_name(fn));
   uint64_t args[6];
   for (unsigned i = 0; i < 6; ++i) args[i] = host->arg(ctx, i);
   uint64_t fargs[8] = {};
@@ -272,11 +370,14 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   // Strings are keyed by the integer argument register that points to them.
   std::string strs[6];
   bool is_str[6] = {};
+  bool cut[6] = {};  // longer than -s: shown with "..." after it
   for (int i = 0; i < fn->nparams; ++i) {
     int reg = string_reg(fn, i);
     if (reg < 0 || args[reg] == 0) continue;
-    auto s = ft::sdk::read_string(host, ctx, args[reg], kMaxString);
+    auto s = ft::sdk::read_string(host, ctx, args[reg], state.string_size + 1);
     if (!s) continue;
+    cut[reg] = s->size() > state.string_size;
+    if (cut[reg]) s->resize(state.string_size);
     strs[reg] = std::move(*s);
     is_str[reg] = true;
     call.strings[reg] = strs[reg];
@@ -284,11 +385,9 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   call.callsite = callsite_of(ctx);
   ft::sdk::record(host, ctx, call);
 
-  if (!state.streaming) return;
-  int tid = host->tid(ctx);
-  flush_pending(ctx, tid);  // the caller has a callee: print it as an open call
+  if (!state.streaming || state.summary) return;
   // C++ names are shown without their parameter types; the values follow.
-  std::string text = fn->demangled && fn->demangled[0] ? ft::strip_parameters(fn->demangled) : fn->name;
+  std::string text = display_name(fn);
   text += "(";
   int shown = fn->nparams < 0 ? 6 : fn->nparams;
   for (int i = 0; i < shown; ++i) {
@@ -303,7 +402,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     if (reg >= FT_REG_FP0 && reg - FT_REG_FP0 < 8)
       text += format_value(fn->params[i], param_size(fn, i), fargs[reg - FT_REG_FP0]);
     else if (reg >= 0 && reg < 6 && is_str[reg])
-      text += quote(strs[reg]);
+      text += quote(strs[reg]) + (cut[reg] ? "..." : "");
     else if (reg >= 0 && reg < 6 && fn->params[i] == FT_PARAM_STRING && args[reg] == 0)
       text += "NULL";
     else if (reg >= 0 && reg < 6 && set[0])
@@ -314,62 +413,116 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
       text += "?";
   }
   text += ")";
-  state.pending[tid] = PendingCall{text, host->depth(ctx), false};
+  log.layout->call(shown_level(log, depth), text, timestamp(ctx));
+}
+
+// The call at the event's depth ends: whether it was shown, and how long it lasted.
+bool end_call(ft_ctx* ctx, ThreadLog& log, unsigned depth, uint64_t* duration) {
+  if (depth >= log.calls.size()) return false;
+  OpenCall c = log.calls[depth];
+  log.calls[depth] = OpenCall{};
+  uint64_t now = host->time_ns(ctx);
+  *duration = now >= c.start_ns ? now - c.start_ns : 0;
+  return c.shown;
 }
 
 void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
+  ThreadLog& log = thread_log(ctx);
+  unsigned depth = host->depth(ctx);
+  uint64_t duration = 0;
+  if (!end_call(ctx, log, depth, &duration)) return;
   uint64_t rv = host->retval(ctx);
   bool fp = fn->ret_kind == FT_PARAM_FLOAT;
   uint64_t frv = fp ? host->fp_arg(ctx, 0) : 0;
   // A char * return is read now, while the string is there (the host stops at such
   // returns: plugin.h, FT_TRACE_RETURN_VALUE).
   std::optional<std::string> str;
-  if (fn->ret_kind == FT_PARAM_STRING && rv != 0) str = ft::sdk::read_string(host, ctx, rv, kMaxString);
+  if (fn->ret_kind == FT_PARAM_STRING && rv != 0) {
+    str = ft::sdk::read_string(host, ctx, rv, state.string_size + 1);
+    if (str && str->size() > state.string_size) str->resize(state.string_size);
+  }
   schema::ReturnRecord rec{{fn->name, fn->address, host->depth(ctx)}, rv,
                            fp ? std::optional<uint64_t>(frv) : std::nullopt};
   if (str) rec.retstr = *str;
   ft::sdk::record(host, ctx, rec);
-  if (!state.streaming) return;
-  int tid = host->tid(ctx);
-  auto it = state.pending.find(tid);
-  std::string line;
-  if (it != state.pending.end() && !it->second.open && it->second.depth == host->depth(ctx)) {
-    line = indent(it->second.depth) + it->second.text + format_return(fn, rv, frv, str);
-  } else {
-    line = indent(host->depth(ctx)) + "}" + format_return(fn, rv, frv, str) + "  /* " +
-           (fn->demangled ? fn->demangled : fn->name) + " */";
+  if (state.summary) {
+    bool error = fn->ret_kind == FT_PARAM_SIGNED && format_value(FT_PARAM_SIGNED, fn->ret_size, rv)[0] == '-';
+    state.calls.add_time(display_name(fn), duration, error);
   }
-  if (it != state.pending.end()) state.pending.erase(it);
-  host->print(ctx, line.c_str());
+  if (!state.streaming || state.summary) return;
+  std::string value = format_return(fn, rv, frv, str);
+  if (value.size() >= 3) value.erase(0, 3);  // without its " = "
+  log.layout->ret(shown_level(log, depth), value, duration, timestamp(ctx));
 }
 
 void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char* reason) {
-  ft::sdk::record(host, ctx, schema::UnwoundRecord{{fn->name, fn->address, host->depth(ctx)}, reason});
-  if (!state.streaming) return;
-  int tid = host->tid(ctx);
-  flush_pending(ctx, tid);
-  state.pending.erase(tid);
-  std::string line = indent(host->depth(ctx)) + "} <unwound: " + reason + ">  /* " +
-                     (fn->demangled ? fn->demangled : fn->name) + " */";
-  host->print(ctx, line.c_str());
+  ThreadLog& log = thread_log(ctx);
+  unsigned depth = host->depth(ctx);
+  uint64_t duration = 0;
+  if (!end_call(ctx, log, depth, &duration)) return;
+  ft::sdk::record(host, ctx, schema::UnwoundRecord{{fn->name, fn->address, depth}, reason});
+  if (state.summary) state.calls.add_time(display_name(fn), duration, false);
+  if (!state.streaming || state.summary) return;
+  log.layout->unwound(shown_level(log, depth), reason, duration, timestamp(ctx));
 }
 
-void on_event(void*, ft_ctx* ctx, const ft_event*) {
-  if (state.streaming) flush_pending(ctx, host->tid(ctx));
+void on_module(void*, ft_ctx* ctx, const ft_module* mod) {
+  if (!mod->is_main_program) return;
+  if (mod->loaded)
+    state.program.mapped(host->pid(ctx), mod->path, mod->base, mod->end);
+  else
+    state.program.unmapped(host->pid(ctx), mod->base, mod->end);
+}
+
+// Signals and exec are notes in the log, as in functracer-postproc tree; at a thread's
+// end, calls the time filter still holds back come out.
+void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
+  if (ev->kind == FT_EVENT_PROCESS_CREATED && ev->value != 0)
+    state.program.forked(static_cast<int>(ev->value), host->pid(ctx));
+  if (!state.streaming || state.summary) return;
+  ThreadLog& log = thread_log(ctx);
+  switch (ev->kind) {
+    case FT_EVENT_SIGNAL: {
+      const char* abbrev = sigabbrev_np(static_cast<int>(ev->value));
+      std::string name = abbrev ? std::string("SIG") + abbrev : std::to_string(ev->value);
+      log.layout->note("<signal " + name + ">", timestamp(ctx));
+      break;
+    }
+    case FT_EVENT_EXEC:
+      log.layout->note("<exec " + quote(ev->text ? ev->text : "?") + ">", timestamp(ctx));
+      break;
+    case FT_EVENT_THREAD_EXITED:
+    case FT_EVENT_EXITED:
+    case FT_EVENT_KILLED:
+    case FT_EVENT_DETACHED:
+      log.layout->finish();
+      break;
+    default: log.layout->open_brace();  // the call shows before what the event prints
+  }
 }
 
 void on_finish(void*) {
   for (const auto& p : state.patterns)
     if (!p.matched) {
-      std::string msg = "pattern '" + p.glob + (p.lib.empty() ? "" : "@" + p.lib) + "' matched no function";
+      std::string msg = p.library ? "-l " + p.lib + ": no library path contains '" + p.lib + "'"
+                                  : "pattern '" + p.glob + (p.lib.empty() ? "" : "@" + p.lib) + "' matched no function";
       if (const char* stripped = host->option("main_stripped"))
         msg += std::string(" (") + stripped + " has no symbol table: only its exported functions can be traced)";
       host->warn(msg.c_str());
     }
+  const char* stripped = host->option("main_stripped");
+  if (state.patterns.empty() && !state.called && stripped) {
+    std::string msg = std::string(stripped) +
+                      " has no symbol table: no call of its own functions was seen; -l libc.so "
+                      "--from-program shows its C library calls, as ltrace does";
+    host->warn(msg.c_str());
+  }
+  state.ctx = nullptr;  // lines still held back have no thread to be printed for
+  if (state.summary) std::fputs(state.calls.table().c_str(), stderr);
 }
 
 const ft_plugin kPlugin = ft::sdk::table(
-    schema::plugin::kCalltrace, {.symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish, .capture = on_capture});
+    schema::plugin::kCalltrace, {.module = on_module, .symbol = on_symbol, .call = on_call, .ret = on_return, .unwound = on_unwound, .event = on_event, .finish = on_finish, .capture = on_capture});
 
 const ft_plugin* setup(const ft_host_api* h) {
   host = h;
@@ -379,6 +532,21 @@ const ft_plugin* setup(const ft_host_api* h) {
                        h->function_size >= FT_FUNCTION_SIZE_WITH_FORMATS;
   if (const char* audit = h->option("audit"))
     if (!parse_audit(audit)) return nullptr;
+  if (const char* libs = h->option("library")) add_library_patterns(libs);
+  if (const char* globs = h->option("exe_audit")) add_exe_patterns(globs);
+  auto number = [&](const char* name) { const char* v = h->option(name); return v ? std::strtoull(v, nullptr, 10) : 0; };
+  state.style.show_duration = h->option("durations") != nullptr;
+  state.style.min_duration_ns = number("time_filter_ns");
+  if (const char* s = h->option("string_size")) state.string_size = std::strtoull(s, nullptr, 10);
+  state.demangle = !h->option("demangle") || std::strcmp(h->option("demangle"), "0") != 0;
+  state.timestamps = static_cast<int>(number("timestamps"));
+  state.depth_limit = static_cast<unsigned>(number("depth"));
+  state.from_program = h->option("from_program") != nullptr;
+  state.summary = h->option("summary") != nullptr;
+  timespec mono{}, real{};
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  state.realtime_offset_ns = (real.tv_sec - mono.tv_sec) * 1000'000'000LL + (real.tv_nsec - mono.tv_nsec);
   return &kPlugin;
 }
 

@@ -51,7 +51,7 @@ TEST(CommandLine, UsageErrors) {
       {{"calls"}, "no trace files given"},
       {{"calls", "--bogus", "t"}, "unknown option '--bogus'"},
       {{"calls", "-x", "t"}, "unknown option '-x'"},
-      {{"tree", "--json", "t"}, "the tree report has no --json output"},
+      {{"chrome", "--json", "t"}, "the chrome report has no --json output"},
       {{"calls", "--time", "t"}, "the calls report does not take --time"},
       {{"calls", "t", "-o"}, "option '-o' needs a file name"},
       {{"calls", "t", "--tid"}, "option '--tid' needs a thread id"},

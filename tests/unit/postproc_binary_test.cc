@@ -93,7 +93,7 @@ TEST_F(Binary, NotATraceIsAnError) {
 
 TEST_F(Binary, UsageErrors) {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {}, {"calls"}, {"bogus", "x"}, {"tree", "--json", "x"}, {"calls", "--nope", "x"}}) {
+           {}, {"calls"}, {"bogus", "x"}, {"chrome", "--json", "x"}, {"calls", "--nope", "x"}}) {
     RunResult r = run(args);
     EXPECT_EQ(r.status, 2);
     EXPECT_EQ(r.out, "");
