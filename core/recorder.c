@@ -155,9 +155,12 @@ uint64_t ft_recorder_return(struct ft_rec_header* h, uint64_t sp_after, const ui
   ev.nwords = FT_REC_RETURN_WORDS;
   ev.fn = (uint32_t)f->fn;
   ev.tsc = tsc;
-  /* A full ring (a signal handler took the room kept for this return): the stop path,
-   * with the frame still there for functracer to pop. */
-  if (ft_rec_write_event(r, h->ring_bytes, &ev, words) != 0) return 0;
+  /* A ring without room (the calls made since took it): the stop path, with the frame
+   * still there for functracer to pop; nothing is lost. */
+  uint32_t size = FT_REC_EVENT_HEADER + 8u * FT_REC_RETURN_WORDS;
+  if (__atomic_load_n(&r->head, __ATOMIC_RELAXED) - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + size > h->ring_bytes ||
+      ft_rec_write_event(r, h->ring_bytes, &ev, words) != 0)
+    return 0;
   __atomic_store_n(&r->depth, depth - 1, __ATOMIC_RELAXED);
   return real_ret;
 }

@@ -51,6 +51,7 @@ struct Pattern {
 struct OpenCall {
   uint64_t start_ns = 0;
   bool shown = false;  // recorded and logged (not left out by -D or --from-program)
+  bool open = false;   // its call was seen
 };
 
 // One thread's call log.
@@ -351,7 +352,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   state.called = true;
   unsigned depth = host->depth(ctx);
   if (log.calls.size() <= depth) log.calls.resize(depth + 1);
-  log.calls[depth] = OpenCall{host->time_ns(ctx), wanted(ctx, depth)};
+  log.calls[depth] = OpenCall{host->time_ns(ctx), wanted(ctx, depth), true};
   if (!log.calls[depth].shown) return;
   if (state.summary) state.calls.add_call(display_name(fn));
   uint64_t args[6];
@@ -418,7 +419,10 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
 
 // The call at the event's depth ends: whether it was shown, and how long it lasted.
 bool end_call(ft_ctx* ctx, ThreadLog& log, unsigned depth, uint64_t* duration) {
-  if (depth >= log.calls.size()) return false;
+  // A frame whose call this log did not see at that depth (the host knows it): it is
+  // recorded all the same, without a duration, rather than lost.
+  *duration = 0;
+  if (depth >= log.calls.size() || !log.calls[depth].open) return true;
   OpenCall c = log.calls[depth];
   log.calls[depth] = OpenCall{};
   uint64_t now = host->time_ns(ctx);

@@ -795,10 +795,16 @@ def bpftrace_usable():
 
 def bpftrace_counts(binary, symbols_list, args=(), timeout=BPFTRACE_TIMEOUT):
     """Runs binary under bpftrace with one uprobe per symbol.
-    Returns (counts: {symbol: n} or None, Result)."""
-    probes = ", ".join(f'uprobe:"{binary}":{s}' for s in symbols_list)
-    script = probes + " { @[probe] = count(); }"
-    res = run(["bpftrace", "-e", script, "-c", fmt_cmd([binary] + list(args))], timeout=timeout)
+    Returns (counts: {symbol: n} or None, Result).
+
+    A uprobe counts every process that runs the file it is placed on, and other tests
+    run the same programs at the same time: the probes go on a private copy."""
+    with TempDir() as tmp:
+        copy = os.path.join(tmp, os.path.basename(binary))
+        shutil.copy2(binary, copy)
+        probes = ", ".join(f'uprobe:"{copy}":{s}' for s in symbols_list)
+        script = probes + " { @[probe] = count(); }"
+        res = run(["bpftrace", "-e", script, "-c", fmt_cmd([copy] + list(args))], timeout=timeout)
     counts = {}
     seen_attach = "Attaching" in res.out or "Attaching" in res.err
     for line in res.out.splitlines():

@@ -16,6 +16,7 @@ checked against the stop path (every entry a breakpoint stop) on the same progra
 usage: test_fast_path.py   (programs from FT_PROGS_DIR)"""
 
 import collections
+import json
 import os
 import re
 import sys
@@ -119,10 +120,47 @@ def check_cost(ck, tmp):
     ck.check_eq(lost, 0, "events lost to full buffers")
 
 
+def leak_groups(ck, outdir):
+    """leaks --json of a memtrace run: totals, and each group's kind, size and the
+    functions of its frames (addresses differ between runs)."""
+    res = h.run_postproc(["leaks", "--json", outdir])
+    if not ck.check(res.status == 0, f"leaks --json {outdir}:\n{res.describe()}"):
+        return None
+    doc = json.loads(res.out)
+    groups = sorted((g.get("kind"), g["bytes"], g["blocks"], tuple(f.get("function") for f in g.get("frames", [])))
+                    for g in doc["groups"])
+    return doc["leaked_bytes"], doc["leaked_blocks"], groups
+
+
+def check_memtrace(ck, tmp):
+    """memtrace: the calls of the allocators recorded in the process with their call
+    stacks (walked there) give the same leaks, kinds and stacks as the stop path."""
+    for name in ("leaks-O2", "leaks_cxx-O2", "threads-O2"):
+        exe = os.path.join(h.progs_dir(), name)
+        if not os.path.exists(exe):
+            continue
+        runs = []
+        for fast in (True, False):
+            out = os.path.join(tmp, f"mem-{name}-{int(fast)}")
+            env = dict(os.environ, FT_FAST_PATH="1" if fast else "0")
+            res = h.run([h.functracer(), "-e", "memtrace", "-b", "12", "--uncompressed", "-o", out, "--stats", exe],
+                        timeout=h.TRACED_TIMEOUT, env=env)
+            ck.check(res.status == 0 and not res.timed_out, f"memtrace {name}: traced run failed\n{res.describe()}")
+            runs.append((res, leak_groups(ck, out)))
+        (fres, fast), (_, slow) = runs
+        _, _, patched, recorded, lost = stats(fres.err)
+        print(f"memtrace {name}: {patched} entries patched, {recorded} calls recorded in the process; "
+              f"{fast[1] if fast else '?'} blocks leaked")
+        ck.check(recorded > 0, f"memtrace {name}: no call recorded in the process\n{fres.err}")
+        ck.check_eq(lost, 0, f"memtrace {name}: events lost")
+        ck.check_eq(fast, slow, f"memtrace {name}: leaks recorded in the process against the stop path")
+
+
 def main():
     ck = h.Checker("fast-path")
     with h.TempDir() as tmp:
         check_cost(ck, tmp)
+        check_memtrace(ck, tmp)
         check_same_events(ck, tmp)
         check_signals(ck, tmp)
     ck.finish()
