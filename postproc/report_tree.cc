@@ -177,11 +177,15 @@ class TreeObserver : public CallObserver {
 // lasted less (their callees with them).
 class TreeJsonObserver : public CallObserver {
  public:
-  TreeJsonObserver(const ReportOptions& options, Output& out) : options_(options), out_(out) {
-    out_.write("{\"processes\": [");
-  }
+  // The opening is written with the first process: a file that is not a trace gives
+  // no output at all, only its error.
+  TreeJsonObserver(const ReportOptions& options, Output& out) : options_(options), out_(out) {}
 
-  void begin_process(const TraceReader& reader) override { pid_ = reader.pid(); }
+
+  void begin_process(const TraceReader& reader) override {
+    pid_ = reader.pid();
+    open();
+  }
 
   void on_record(const TraceRecord& r) override {
     auto text = note_of(r);
@@ -257,7 +261,10 @@ class TreeJsonObserver : public CallObserver {
     index_.clear();
   }
 
-  void finish() { out_.write("]}\n"); }
+  void finish() {
+    open();
+    out_.write("]}\n");
+  }
 
  private:
   struct Frame {
@@ -286,6 +293,13 @@ class TreeJsonObserver : public CallObserver {
   Demangler demangler_;
   int64_t pid_ = 0;
   size_t processes_ = 0;
+  bool opened_ = false;
+
+  void open() {
+    if (opened_) return;
+    opened_ = true;
+    out_.write("{\"processes\": [");
+  }
   std::vector<Thread> threads_;
   std::unordered_map<int64_t, size_t> index_;
 };
