@@ -31,8 +31,9 @@ namespace ft::arch {
 
 struct RecorderCode {
   std::vector<uint8_t> code;
-  size_t body = 0;       // entry trampoline: where the displaced instructions start
-  size_t slow_trap = 0;  // the trap of the stop path
+  size_t body = 0;        // entry trampoline: where the displaced instructions start
+  size_t slow_trap = 0;   // the trap of the stop path
+  size_t after_call = 0;  // where the recorder's function returns to
 };
 
 struct RecorderStubs {

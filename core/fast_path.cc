@@ -9,14 +9,19 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
+#include <utility>
 
 #include "arch/arch.h"
 #include "common/check.h"
+#include "common/signal_names.h"
 #include "core/log.h"
-#include "core/recorder.h"
 #include "core/procfs.h"
+#include "core/ptrace.h"
+#include "core/recorder.h"
 #include "core/recorder_image.h"
 #include "core/unwind_index.h"
+#include "core/wait_status.h"
 
 namespace ft {
 namespace {
@@ -26,6 +31,9 @@ constexpr uint64_t kNameOffset = 48;         // in the first area: the memfd's n
 constexpr char kName[] = "functracer";
 constexpr uint64_t kHwcap2Fsgsbase = 2;
 constexpr uint64_t kTrampolineBytes = 4 * SsolArea::kSlotSize;
+// How far up the stack hold_signal looks for the recorder's return address (its frame
+// is about 1 KiB).
+constexpr size_t kHoldScanBytes = 8192;
 
 bool failed(const Result<uint64_t>& rc) { return !rc || *rc > static_cast<uint64_t>(-4096); }
 
@@ -57,7 +65,7 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   RemoteAddr stub = p.space.areas.front()->syscall_stub();
   uint64_t image = round_page(sizeof recorder_image::kCode);
   auto ret = arch::host().recorder->return_stub(rs.region.value(), 0);
-  uint64_t size = image + round_page(ret.code.size());
+  uint64_t size = image + round_page(ret.code.size() + arch::host().trap.size());
   auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
                               {0, size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0});
   if (failed(rc)) return false;
@@ -67,8 +75,15 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   rs.return_stub = rs.code + static_cast<int64_t>(image);
   ret = arch::host().recorder->return_stub(rs.region.value(), rs.return_fn.value());
   rs.return_trap = rs.return_stub + static_cast<int64_t>(ret.slow_trap);
+  rs.return_after_call = rs.return_stub + static_cast<int64_t>(ret.after_call);
+  rs.entry_after_call = arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0).after_call;
+  rs.code_size = sizeof recorder_image::kCode;
+  // After the return stub: the trap a held signal waits at (hold_signal).
+  std::vector<uint8_t> code = ret.code;
+  rs.signal_trap = rs.return_stub + static_cast<int64_t>(code.size());
+  code.insert(code.end(), arch::host().trap.begin(), arch::host().trap.end());
   if (!p.mem().write(rs.code, {recorder_image::kCode, sizeof recorder_image::kCode})) return false;
-  return static_cast<bool>(p.mem().write(rs.return_stub, ret.code));
+  return static_cast<bool>(p.mem().write(rs.return_stub, code));
 }
 
 bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) {
@@ -356,6 +371,68 @@ void FastPath::sync(Thread& t) {
     ++n;
   }
   __atomic_store_n(&ft_rec_ring_at(h, ring)->depth, n, __ATOMIC_RELEASE);
+}
+
+bool FastPath::hold_signal(Thread& t, int sig) {
+  Process& p = *t.process;
+  const RecorderSpace& rs = p.space.recorder;
+  if (rs.signal_trap.null() || sig == SIGSTOP || sig == SIGTRAP) return false;
+  auto info = ptrace::siginfo(t.tid);
+  if (!info) return false;
+  if (!t.held_at.null()) {  // already holding: this one waits too
+    t.held_signals.push_back(*info);
+    return true;
+  }
+  auto regs = ptrace::get_regs(t.tid);
+  if (!regs || !rs.in_recorder_code(regs->ip())) return false;
+  // A fault of the recorder's own code cannot wait: it would fault again.
+  if (is_fault_signal(sig) && info->si_code > 0) return false;
+  // The recorder's function returns to its trampoline or to the return stub, just
+  // after their call: the first such word up the stack is its return address (the
+  // recorder's own frame holds the program's addresses, never these).
+  std::vector<uint8_t> window(kHoldScanBytes);
+  auto got = p.mem().read(regs->sp(), window);
+  if (!got) return false;
+  size_t words = *got / 8;
+  std::unordered_set<uint64_t> returns{rs.return_after_call.value()};
+  for (const EntryPatchSite& s : rs.patches) returns.insert(s.trampoline.value() + rs.entry_after_call);
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t v;
+    std::memcpy(&v, window.data() + 8 * i, 8);
+    if (!returns.count(v)) continue;
+    RemoteAddr at = regs->sp() + static_cast<int64_t>(8 * i);
+    if (!p.mem().poke(t.tid, at, rs.signal_trap.value())) return false;
+    t.held_at = at;
+    t.held_return = RemoteAddr(v);
+    t.held_signals.assign(1, *info);
+    FT_DEBUG("thread {}: {} held while it records (returning to {:#x})", t.tid, signal_name(sig), v);
+    return true;
+  }
+  return false;
+}
+
+std::vector<siginfo_t> FastPath::take_held(Thread& t, Registers& regs) {
+  regs.set_ip(t.held_return);
+  t.held_at = t.held_return = RemoteAddr();
+  return std::exchange(t.held_signals, {});
+}
+
+void FastPath::give_back_held(Process& p) {
+  for (const auto& [tid, t] : p.threads()) {
+    if (t->held_at.null()) continue;
+    (void)p.mem().poke(tid, t->held_at, t->held_return.value());
+    t->held_at = t->held_return = RemoteAddr();
+    for (siginfo_t& si : std::exchange(t->held_signals, {})) requeue_signal(p.pid(), tid, si);
+  }
+}
+
+void FastPath::requeue_signal(pid_t pid, pid_t tid, siginfo_t si) {
+  // With its information when the kernel lets another process queue it so (si_code
+  // < 0: sigqueue, timers, ...), else as a plain signal.
+  if (si.si_code < 0 && si.si_code != SI_TKILL &&
+      ::syscall(SYS_rt_tgsigqueueinfo, pid, tid, si.si_signo, &si) == 0)
+    return;
+  (void)::syscall(SYS_tgkill, pid, tid, si.si_signo);
 }
 
 void FastPath::release(Thread& t) {

@@ -79,6 +79,22 @@ class FastPath {
   // other than by a recorded call or return. The thread is stopped.
   void sync(Thread& t);
 
+  // A signal stopped thread t: when t is inside the recorder's own code (between its
+  // first change to a ring or frame stack and its last), delivering it now would let a
+  // handler's traced calls interleave with a half-written record. Then the signal is
+  // held (true; resume t without it): the recorder's function returns into the signal
+  // trap instead, where take_held gives the signals back for delivery.
+  bool hold_signal(Thread& t, int sig);
+  static bool is_signal_trap(const Process& p, RemoteAddr at) {
+    return !p.space.recorder.signal_trap.null() && at == p.space.recorder.signal_trap;
+  }
+  // t stopped at the signal trap: points regs where the recorder returns to and hands
+  // over the held signals, oldest first.
+  static std::vector<siginfo_t> take_held(Thread& t, Registers& regs);
+  // Detach: the held signals are queued again and the return addresses put back.
+  static void give_back_held(Process& p);
+  static void requeue_signal(pid_t pid, pid_t tid, siginfo_t si);
+
   // The thread is gone, or is about to lend its thread pointer to a vfork child: its
   // rings are drained by the caller first, then given back.
   void release(Thread& t);

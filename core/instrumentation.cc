@@ -47,6 +47,7 @@ void remove_instrumentation(Process& p) {
     (void)p.mem().write(a->base() + SsolArea::kMarkOffset, {reinterpret_cast<const uint8_t*>(mark), sizeof mark});
   }
   for (const auto& [addr, bp] : p.space.breakpoints) (void)p.mem().write(bp.addr, {&bp.orig_byte, 1});
+  FastPath::give_back_held(p);
   FastPath::remove(p);
   if (p.space.trampoline.null()) return;
   for (const auto& [tid, t] : p.threads())

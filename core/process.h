@@ -5,6 +5,8 @@
 // Thread owns its shadow call stack. The ProcessTable owns the processes.
 #pragma once
 
+#include <signal.h>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -49,6 +51,11 @@ struct Thread {
   bool sp_word_valid = false;
   RemoteAddr sp_word_at;
   uint64_t sp_word = 0;
+  // Signals that came while the thread ran the recorder's code (FastPath::hold_signal),
+  // held until the recorder returns: the return address replaced by the signal trap
+  // (where, and what it was) and the signals, oldest first.
+  RemoteAddr held_at, held_return;
+  std::vector<siginfo_t> held_signals;
   // Its exit stop was seen (PTRACE_EVENT_EXIT), with the registers it ended with
   // (memory_snapshot.h).
   bool exit_seen = false;

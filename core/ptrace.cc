@@ -88,6 +88,11 @@ Result<siginfo_t> siginfo(pid_t tid) {
   return si;
 }
 
+Status set_siginfo(pid_t tid, const siginfo_t& si) {
+  siginfo_t copy = si;
+  return request(PTRACE_SETSIGINFO, tid, nullptr, &copy);
+}
+
 Result<__ptrace_syscall_info> syscall_info(pid_t tid) {
   __ptrace_syscall_info info{};
   if (auto s = request(PTRACE_GET_SYSCALL_INFO, tid, as_data(sizeof info), &info); !s) return s.error();

@@ -35,6 +35,9 @@ Status set_regs(pid_t tid, const Registers& regs);
 Result<user_fpregs_struct> get_fp_regs(pid_t tid);
 Result<unsigned long> event_msg(pid_t tid);
 Result<siginfo_t> siginfo(pid_t tid);
+// The information of the signal the thread is stopped for (delivered with it when the
+// thread is resumed with that signal).
+Status set_siginfo(pid_t tid, const siginfo_t& si);
 // PTRACE_GET_SYSCALL_INFO (Linux 5.3): what a syscall-stop is (entry or exit).
 Result<__ptrace_syscall_info> syscall_info(pid_t tid);
 

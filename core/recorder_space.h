@@ -68,6 +68,13 @@ struct RecorderSpace {
   RemoteAddr code;         // the recorder image
   RemoteAddr entry_fn, return_fn;
   RemoteAddr return_stub, return_trap;
+  uint64_t code_size = 0;  // the recorder image's bytes at `code`
+  // Where the recorder's functions return to: in the return stub, and at this offset in
+  // every entry trampoline. A signal that comes while a thread runs them is held until
+  // they return, into signal_trap (FastPath::hold_signal).
+  RemoteAddr return_after_call;
+  uint64_t entry_after_call = 0;
+  RemoteAddr signal_trap;
   std::vector<EntryPatchSite> patches;
   std::unordered_map<RemoteAddr, size_t> patch_by_trap;  // slow_trap -> patches index
   // Rings in use: ring -> (thread, its thread pointer).
@@ -91,6 +98,7 @@ struct RecorderSpace {
     for (size_t i = 0; i < patches.size(); ++i) patch_by_trap[patches[i].slow_trap] = i;
   }
   bool is_return_stub(RemoteAddr a) const { return !return_stub.null() && a == return_stub; }
+  bool in_recorder_code(RemoteAddr pc) const { return !code.null() && pc >= code && pc < code + static_cast<int64_t>(code_size); }
   ft_rec_header* header() const { return rings ? rings->header() : nullptr; }
 };
 

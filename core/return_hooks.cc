@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 #include "arch/arch.h"
 #include "common/clock.h"
@@ -193,9 +194,27 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   if (rets.empty() && recorded.empty()) return;
   if (!tsc_) tsc_.emplace();
   tsc_->sample();
-  // Per thread the order is already right; across threads, and between the returns of
-  // the threads' stubs and the records of the recorder, by time.
+  // Per thread (and per source) the order is already right; across threads, and between
+  // the returns of the threads' stubs and the records of the recorder, by time. A time
+  // can run backwards within a thread: a signal handler that interrupts a stub after it
+  // read the clock returns (and records) before the stub finishes. Such a record is no
+  // earlier than the one before it in its thread's order: clamped, the sorts below keep
+  // each thread's order.
+  auto clamp = [](auto& seq, auto thread_of, auto tsc_of) {
+    std::unordered_map<const Thread*, uint64_t> last;
+    for (auto& e : seq) {
+      uint64_t& l = last[thread_of(e)];
+      uint64_t& tsc = tsc_of(e);
+      if (tsc < l) tsc = l;
+      l = tsc;
+    }
+  };
+  clamp(rets, [](const Ret& e) { return e.t; }, [](Ret& e) -> uint64_t& { return e.r.tsc; });
+  clamp(recorded, [](const FastPath::Recorded& e) { return e.thread; },
+        [](FastPath::Recorded& e) -> uint64_t& { return e.tsc; });
+  auto by_tsc = [](const auto& a, const auto& b) { return a.tsc < b.tsc; };
   std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
+  std::stable_sort(recorded.begin(), recorded.end(), by_tsc);
   size_t i = 0, j = 0;
   while (i < rets.size() || j < recorded.size()) {
     if (j == recorded.size() || (i < rets.size() && rets[i].r.tsc <= recorded[j].tsc)) {

@@ -444,6 +444,10 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
 
 void Tracer::handle_signal(Thread& t, int sig) {
   Process& p = *t.process;
+  if (fast_path_.hold_signal(t, sig)) {
+    resume(t);  // without it, for now
+    return;
+  }
   note_own_signal(t, sig);
   if (is_fault_signal(sig)) {
     if (auto si = ptrace::siginfo(t.tid); si && si->si_code > 0) {
@@ -461,6 +465,20 @@ void Tracer::handle_signal(Thread& t, int sig) {
     report_.lifecycle(p, &t, FT_EVENT_SIGNAL, sig, 0, name.c_str(), std::move(r), "--- " + name + " ---");
   }
   resume(t, sig);
+}
+
+void Tracer::deliver_held(Thread& t, Registers& regs) {
+  // Out of the recorder: the first signal now, with its own information, the others
+  // queued behind it.
+  std::vector<siginfo_t> held = FastPath::take_held(t, regs);
+  if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
+  if (held.empty()) {
+    resume(t);
+    return;
+  }
+  for (size_t i = 1; i < held.size(); ++i) FastPath::requeue_signal(t.process->pid(), t.tid, held[i]);
+  (void)ptrace::set_siginfo(t.tid, held.front());
+  handle_signal(t, held.front().si_signo);
 }
 
 void Tracer::on_syscall(Thread& t) {
@@ -492,6 +510,10 @@ void Tracer::handle_sigtrap(Thread& t) {
   RemoteAddr at = arch::host().trap_address(regs->ip());
   if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0 || FastPath::is_return_trap(p, at)) {
     on_return(t, *regs);
+    return;
+  }
+  if (FastPath::is_signal_trap(p, at) && !t.held_at.null()) {
+    deliver_held(t, *regs);
     return;
   }
   auto it = p.space.breakpoints.find(at);
@@ -571,6 +593,9 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
           (void)ptrace::set_regs(tid, *regs);
         } else if (p.space.breakpoints.count(at)) {
           regs->set_ip(at);  // runs the original instruction once it is back
+          (void)ptrace::set_regs(tid, *regs);
+        } else if (FastPath::is_signal_trap(p, at) && !t->held_at.null()) {
+          for (const siginfo_t& si : FastPath::take_held(*t, *regs)) FastPath::requeue_signal(p.pid(), tid, si);
           (void)ptrace::set_regs(tid, *regs);
         } else {
           t->held_signal = SIGTRAP;

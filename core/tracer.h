@@ -109,6 +109,8 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   void forget_image(Thread& t);
   void handle_sigtrap(Thread& t);
   void on_syscall(Thread& t);
+  // The thread reached the signal trap: the signals held while it recorded (FastPath::hold_signal).
+  void deliver_held(Thread& t, Registers& regs);
   void handle_signal(Thread& t, int sig);
   void on_entry(Thread& t, Registers& regs, Breakpoint& bp);
   void on_return(Thread& t, Registers& regs);

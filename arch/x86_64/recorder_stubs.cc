@@ -47,9 +47,12 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
   Emitter e;
   // Pushed in reverse so that [rsp] .. [rsp+40] are rdi, rsi, rdx, rcx, r8, r9 (the
   // arguments in order), then rax (al: vector registers of a variadic call), r10 (a
-  // static chain), r11, rbp (for stack walks); a word of padding, the return address
-  // at [rsp+88]. rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call below.
-  e.bytes({0x48, 0x83, 0xec, 0x08});  // sub rsp, 8
+  // static chain), r11, rbp (for stack walks), the flags; the return address at
+  // [rsp+88]. rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call below. Every
+  // register a call may clobber is kept, flags included: a caller compiled with
+  // interprocedural register allocation (GCC's -fipa-ra, on at -O2) keeps values in
+  // them across calls to functions it knows do not touch them.
+  e.bytes({0x9c});                    // pushfq
   e.bytes({0x55});                    // push rbp
   e.bytes({0x41, 0x53, 0x41, 0x52, 0x50, 0x41, 0x51, 0x41, 0x50, 0x51, 0x52, 0x56, 0x57});
   read_tsc(e);
@@ -61,46 +64,59 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
   e.bytes({0xf3, 0x49, 0x0f, 0xae, 0xc0});  // rdfsbase r8        tp
   e.bytes({0x48, 0xb8}).u64(entry_fn);      // movabs rax, entry_fn
   e.bytes({0xff, 0xd0});                    // call rax
+  size_t after_call = e.size();
   e.bytes({0x48, 0x85, 0xc0});              // test rax, rax (pops leave the flags)
   e.bytes({0x5f, 0x5e, 0x5a, 0x59, 0x41, 0x58, 0x41, 0x59, 0x58, 0x41, 0x5a, 0x41, 0x5b});
   e.bytes({0x5d});                          // pop rbp
-  e.bytes({0x48, 0x8d, 0x64, 0x24, 0x08});  // lea rsp, [rsp+8] (the flags stay)
   size_t to_slow = e.jcc32(0x85);           // jnz slow
+  e.bytes({0x9d});                          // popfq
   size_t body = e.size();
   e.raw(window);
   e.bytes({0xff, 0x25, 0, 0, 0, 0}).u64(resume);  // jmp [rip+0]; .quad resume
   e.land(to_slow);
+  e.bytes({0x9d});                          // slow: popfq
   size_t slow = e.size();
   e.bytes({0xcc});
-  return {e.take(), body, slow};
+  return {e.take(), body, slow, after_call};
 }
 
 RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
   Emitter e;
-  // Reached by the function's ret: rsp is one word above the slot; below it is the
-  // returned function's dead frame. rets[] = rax, rdx, xmm0 at [rsp].
-  e.bytes({0x48, 0x83, 0xec, 0x20});              // sub rsp, 32
+  // Reached by the function's ret with rsp = E, one word above the slot; below it is
+  // the returned function's dead frame. Every register but the return registers is
+  // what the caller may rely on (see entry_trampoline): all of them are kept.
+  //   E-8: where to go (written after the call), E-16: the flags, E-24 .. E-72: rcx,
+  //   rsi, rdi, r8, r9, r10, r11; rets[] = rax, rdx, xmm0 at [rsp] = E-96.
+  e.bytes({0x48, 0x8d, 0x64, 0x24, 0xf8});        // lea rsp, [rsp-8]
+  e.bytes({0x9c});                                // pushfq
+  e.bytes({0x51, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53});  // push rcx .. r11
+  e.bytes({0x48, 0x83, 0xec, 0x18});              // sub rsp, 24
   e.bytes({0x48, 0x89, 0x04, 0x24});              // mov [rsp], rax
   e.bytes({0x48, 0x89, 0x54, 0x24, 0x08});        // mov [rsp+8], rdx
   e.bytes({0x66, 0x0f, 0xd6, 0x44, 0x24, 0x10});  // movq [rsp+16], xmm0
   read_tsc(e);
   e.bytes({0x49, 0x89, 0xc0});                    // mov r8, rax        tsc
   e.bytes({0x48, 0xbf}).u64(region);              // movabs rdi, region
-  e.bytes({0x48, 0x8d, 0x74, 0x24, 0x20});        // lea rsi, [rsp+32]  sp after the return
+  e.bytes({0x48, 0x8d, 0x74, 0x24, 0x60});        // lea rsi, [rsp+96]  sp after the return
   e.bytes({0x48, 0x89, 0xe2});                    // mov rdx, rsp       rets
   e.bytes({0xf3, 0x48, 0x0f, 0xae, 0xc1});        // rdfsbase rcx       tp
   e.bytes({0x48, 0xb8}).u64(return_fn);           // movabs rax, return_fn
   e.bytes({0xff, 0xd0});                          // call rax
-  e.bytes({0x49, 0x89, 0xc3});                    // mov r11, rax       where to go
+  size_t after_call = e.size();
+  e.bytes({0x48, 0x89, 0x44, 0x24, 0x58});        // mov [rsp+88], rax  where to go
   e.bytes({0x48, 0x8b, 0x04, 0x24});              // mov rax, [rsp]
   e.bytes({0x48, 0x8b, 0x54, 0x24, 0x08});        // mov rdx, [rsp+8]
-  e.bytes({0x48, 0x83, 0xc4, 0x20});              // add rsp, 32
-  e.bytes({0x4d, 0x85, 0xdb});                    // test r11, r11
-  e.bytes({0x74, 0x03});                          // jz slow
-  e.bytes({0x41, 0xff, 0xe3});                    // jmp r11
+  e.bytes({0x48, 0x8d, 0x64, 0x24, 0x18});        // lea rsp, [rsp+24]
+  e.bytes({0x48, 0x83, 0x7c, 0x24, 0x40, 0x00});  // cmp qword [rsp+64], 0
+  e.bytes({0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, 0x5f, 0x5e, 0x59});  // pop r11 .. rcx
+  e.bytes({0x74, 0x02});                          // jz slow
+  e.bytes({0x9d});                                // popfq
+  e.bytes({0xc3});                                // ret (to where to go)
+  e.bytes({0x9d});                                // slow: popfq
+  e.bytes({0x48, 0x8d, 0x64, 0x24, 0x08});        // lea rsp, [rsp+8]
   size_t slow = e.size();
   e.bytes({0xcc});
-  return {e.take(), 0, slow};
+  return {e.take(), 0, slow, after_call};
 }
 
 }  // namespace

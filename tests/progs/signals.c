@@ -9,6 +9,15 @@
  *    the normal stack and calls sg_usr_work.
  *  SIGUSR2: same through sg_send_usr2, but the handler sg_on_usr2 runs on an
  *    alternate signal stack (sigaltstack).
+ *  A storm: SIGALRM every 211 us while sg_leaf is called back to back, until
+ *    STORM_TICKS ticks have come; the handler calls sg_storm, which calls sg_leaf
+ *    too. The signals land anywhere in a call or in its tracing (entry, return, in
+ *    the tracer's code in the process). How many times sg_leaf runs depends on the
+ *    speed, so it is not in the calls line; the program checks its sums. sg_leaf is
+ *    not TRACED: without noipa, GCC's interprocedural register allocation (-fipa-ra,
+ *    on at -O2) lets the caller keep its loop state in call-clobbered registers
+ *    across the call, relying on what it knows sg_leaf touches; the sums check that
+ *    nothing else was touched.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -22,10 +31,13 @@
 #define TICKS 20
 #define BUSY_PER_ROUND 50
 #define USR_ROUNDS 10
+#define STORM_TICKS 40
 
 static volatile sig_atomic_t ticks;
 static volatile long sink;
-static volatile unsigned long c_alarm, c_tick, c_busy, c_send1, c_on1, c_send2, c_on2, c_work;
+static volatile unsigned long c_alarm, c_tick, c_busy, c_send1, c_on1, c_send2, c_on2, c_work, c_leaf, c_storm;
+static volatile sig_atomic_t storm_ticks;
+static volatile long storm_sink;
 static char altstack[64 * 1024] __attribute__((aligned(16)));
 static volatile int usr2_on_altstack = 1;
 
@@ -79,6 +91,33 @@ TRACED int sg_send_usr2(int i) {
   return i;
 }
 
+__attribute__((noinline, noclone)) static long sg_leaf(long j) {
+  BUMP_ATOMIC(c_leaf); /* one instruction: the handler's sg_leaf may come between two */
+  return j * 3 + 1;
+}
+
+TRACED void sg_storm(int tick) {
+  BUMP(c_storm);
+  storm_sink += sg_leaf(tick);
+}
+
+/* Ticks that come after the last one (before the timer is off) call nothing. */
+static void storm_handler(int sig) {
+  if (sig != SIGALRM) abort();
+  if (storm_ticks >= STORM_TICKS) return;
+  sg_storm(storm_ticks);
+  storm_ticks = storm_ticks + 1;
+}
+
+/* The loop of the storm, small enough that its state fits the registers sg_leaf
+ * leaves alone. Returns the calls made, their sum in *sum. */
+__attribute__((noinline)) static long storm_calls(long* sum) {
+  long n = 0, s = 0;
+  while (storm_ticks < STORM_TICKS) s += sg_leaf(n++);
+  *sum = s;
+  return n;
+}
+
 static void install(int sig, void (*fn)(int), int flags) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -121,6 +160,19 @@ int main(void) {
   }
   CHECK(usr2_on_altstack);
 
+  /* The storm. */
+  install(SIGALRM, storm_handler, SA_RESTART);
+  struct itimerval every;
+  memset(&every, 0, sizeof every);
+  every.it_value.tv_usec = every.it_interval.tv_usec = 211;
+  CHECK(setitimer(ITIMER_REAL, &every, NULL) == 0);
+  long leaf_sum = 0;
+  long leaf_calls = storm_calls(&leaf_sum);
+  memset(&every, 0, sizeof every);
+  CHECK(setitimer(ITIMER_REAL, &every, NULL) == 0);
+  CHECK(leaf_sum == 3 * (leaf_calls * (leaf_calls - 1) / 2) + leaf_calls);
+  CHECK(c_leaf == (unsigned long)leaf_calls + c_storm && c_storm == (unsigned long)storm_ticks);
+
   long want_busy = 0;
   for (int j = 0; j < BUSY_PER_ROUND; ++j)
     for (int k = 0; k < 2000; ++k) want_busy += k ^ j;
@@ -130,7 +182,7 @@ int main(void) {
         c_on2 == USR_ROUNDS && c_work == 2 * USR_ROUNDS);
   printf("ticks=%d busy_sum=%ld usr_sum=%ld\n", (int)ticks, busy_sum, usr_sum);
   printf("calls sg_alarm_handler=%lu sg_tick=%lu sg_busy=%lu sg_send_usr1=%lu sg_on_usr1=%lu "
-         "sg_send_usr2=%lu sg_on_usr2=%lu sg_usr_work=%lu\n",
-         c_alarm, c_tick, c_busy, c_send1, c_on1, c_send2, c_on2, c_work);
+         "sg_send_usr2=%lu sg_on_usr2=%lu sg_usr_work=%lu sg_storm=%lu\n",
+         c_alarm, c_tick, c_busy, c_send1, c_on1, c_send2, c_on2, c_work, c_storm);
   return 0;
 }
