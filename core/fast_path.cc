@@ -151,9 +151,21 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
     reason = "the process runs on memory that is not its own";
     return false;
   }
-  if (p.threads().size() != 1) {
-    reason = "other threads are running";
-    return false;
+  // Every other thread must be held where it is (attach stops them all), and none may
+  // be inside the bytes the jump replaces (checked below).
+  std::vector<RemoteAddr> other_pcs;
+  for (const auto& [tid, other] : p.threads()) {
+    if (other.get() == &t) continue;
+    if (!other->stopped || other->awaiting_initial_stop) {
+      reason = "other threads are running";
+      return false;
+    }
+    auto r = ptrace::get_regs(tid);
+    if (!r) {
+      reason = "another thread's registers cannot be read";
+      return false;
+    }
+    other_pcs.push_back(r->ip());
   }
   if (sym.size == 0 || sym.size > (1u << 20)) {
     reason = "its size is unknown";
@@ -207,10 +219,12 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   }
   RemoteAddr at = RemoteAddr(plan.patch_addr(addr.value()));
   RemoteAddr resume = addr + static_cast<int64_t>(plan.window_length);
-  if (regs.ip() > at && regs.ip() < resume) {
-    reason = "the thread is stopped inside its first instructions";
-    return false;
-  }
+  other_pcs.push_back(regs.ip());
+  for (RemoteAddr pc : other_pcs)
+    if (pc > at && pc < resume) {
+      reason = "a thread is stopped inside its first instructions";
+      return false;
+    }
   uint64_t site = fn_id | uint64_t{std::min(nargs, FT_REC_MAX_ARGS)} << FT_REC_SITE_NARGS_SHIFT |
                   uint64_t{std::min(frames, FT_REC_MAX_STACK)} << FT_REC_SITE_FRAMES_SHIFT;
   if (fn.return_mask) site |= FT_REC_SITE_RETURN;

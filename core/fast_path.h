@@ -14,8 +14,9 @@
 // handled as at the trampoline.
 //
 // Patching is only done while no other thread of the process can run (the process
-// has one thread, which is stopped); entries of libraries loaded while other threads
-// run keep their breakpoints.
+// has one thread, which is stopped, or functracer holds every thread, as at attach)
+// and none is stopped inside the bytes the jump replaces; entries of libraries loaded
+// while other threads run keep their breakpoints.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@ running and stays until it exits:
 
   untraced     the program alone: its call rate
   functracer   functracer -q -p PID -e calltrace -a curve_hot -o DIR --stats
+  ft in-proc   the same with FT_FAST_PATH=1: calls recorded inside the process
   ltrace       ltrace -p PID -x curve_hot -o FILE
   bpftrace     a uprobe on curve_hot counting hits (root only; the probe is set
                before the program starts, since a uprobe is on the file)
@@ -15,7 +16,7 @@ For each: the calls it recorded (functracer-postproc calls --json on the trace,
 lines of ltrace's log, bpftrace's count), the time from its start to its exit
 (attaching, tracing, detaching when the program ends), and so the traced calls
 per second and the cost per traced call, against the program's untraced call
-rate. functracer's --stats line gives the stops per event. The program must end
+rate, and how much of its untraced throughput the program kept over its run. functracer's --stats line gives the stops per event. The program must end
 well (its own check of every result); a tool that breaks it is reported.
 ltrace and bpftrace are optional.
 """
@@ -109,7 +110,8 @@ def main():
         print(f"functracer: {args.functracer}")
         print(f"program:    {binary} busy {s} {THREADS}  (best of {args.repeats})\n")
         table = benchlib.Table([("run", 12), ("attached s", 12), ("traced calls", 14),
-                                ("calls/s", 14), ("µs/traced call", 16), ("stops/event", 13)])
+                                ("calls/s", 14), ("µs/traced call", 16), ("stops/event", 13),
+                                ("program kept", 13)])
         table.header()
 
         base_rate = None
@@ -121,7 +123,7 @@ def main():
                 sys.exit(err)
             best.append(calls / s)
         base_rate = max(best)
-        table.row("untraced", f"{s:.1f}", "-", f"{base_rate:,.0f}", f"{1e6 / base_rate:.4f}", "-")
+        table.row("untraced", f"{s:.1f}", "-", f"{base_rate:,.0f}", f"{1e6 / base_rate:.4f}", "-", "100 %")
 
         outdir = os.path.join(tmp, "traces")
 
@@ -133,8 +135,11 @@ def main():
             shutil.rmtree(outdir, ignore_errors=True)
             return calls
 
-        tools = [("functracer", lambda pid: [args.functracer, "-q", "-p", str(pid), "-e", "calltrace", "-a",
-                                             "curve_hot", "-o", outdir, "--stats"], ft_count)]
+        def ft_cmd(fast):
+            # FT_FAST_PATH=1: calls recorded inside the process (doc/internals.md §8b).
+            return lambda pid: ["env", f"FT_FAST_PATH={1 if fast else 0}", args.functracer, "-q", "-p", str(pid),
+                                "-e", "calltrace", "-a", "curve_hot", "-o", outdir, "--stats"]
+        tools = [("functracer", ft_cmd(False), ft_count), ("ft in-proc", ft_cmd(True), ft_count)]
         if benchlib.optional_tool("ltrace"):
             log = os.path.join(tmp, "ltrace.log")
 
@@ -169,8 +174,11 @@ def main():
             ev = re.search(r"(\d+) events", terr)
             st = benchlib.stats_stops(terr)
             spe = f"{st / int(ev.group(1)):.2f}" if ev and st and int(ev.group(1)) else "-"
+            # The program's own calls over its whole run (0.2 s of it untraced), against
+            # its untraced rate: how much of its throughput it kept.
+            kept = f"{100 * calls / (base_rate * s):.1f} %"
             table.row(name, f"{wall:.1f}", recorded, f"{recorded / wall:,.0f}",
-                      f"{wall / recorded * 1e6:.1f}" if recorded else "-", spe)
+                      f"{wall / recorded * 1e6:.3f}" if recorded else "-", spe, kept)
 
 
 if __name__ == "__main__":
