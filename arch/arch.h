@@ -133,6 +133,7 @@ struct Traits {
   // Whether a function's entry can be replaced by a jump to a trampoline, and the
   // patch and the relocated instructions if so (arch/entry_patch.h).
   EntryPatch (*plan_entry_patch)(const EntryPatchRequest& request);
+  void (*branch_targets)(const CodeRange& range, std::vector<uint64_t>& out);
 
   // Parameter registers of the platform C calling convention (arch/calling_convention.h).
   ArgRegisters (*arg_registers)(const FunctionType& fn);

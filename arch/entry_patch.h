@@ -86,4 +86,13 @@ inline EntryPatch refuse_entry_patch(std::string reason) {
 EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& request);
 EntryPatch plan_entry_patch_aarch64(const EntryPatchRequest& request);
 
+// The targets of the direct branches and calls in `range` (and, as targets, the
+// addresses its instructions compute: what is taken as an address may be jumped
+// to), appended to out. Decoding stops at bytes that do not decode. For the branches
+// into a function from elsewhere in its module (hand-written code: glibc's mempcpy
+// jumps past memcpy's first instruction), which the analysis of the function alone
+// cannot see: EntryPatchRequest::branch_targets.
+void branch_targets_x86_64(const CodeRange& range, std::vector<uint64_t>& out);
+void branch_targets_aarch64(const CodeRange& range, std::vector<uint64_t>& out);
+
 }  // namespace ft::arch

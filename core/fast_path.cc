@@ -14,6 +14,7 @@
 
 #include "arch/arch.h"
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/signal_names.h"
 #include "core/log.h"
 #include "core/procfs.h"
@@ -34,6 +35,9 @@ constexpr uint64_t kTrampolineBytes = 4 * SsolArea::kSlotSize;
 // How far up the stack hold_signal looks for the recorder's return address (its frame
 // is about 1 KiB).
 constexpr size_t kHoldScanBytes = 8192;
+// Past the entry, how far a patch's window can reach (an endbr64, and whole
+// instructions over an absolute jump).
+constexpr uint64_t kWindowReach = 64;
 
 bool failed(const Result<uint64_t>& rc) { return !rc || *rc > static_cast<uint64_t>(-4096); }
 
@@ -212,6 +216,15 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   req.trampoline = tramp.value();
   req.copy = tramp.value() + body_offset;
   req.other_parts = parts;
+  // Branches from elsewhere in the module that land near the entry.
+  std::vector<uint64_t> foreign;
+  if (m.elf) {
+    const std::vector<uint64_t>& all = image_targets(m);
+    for (auto it = std::upper_bound(all.begin(), all.end(), sym.value); it != all.end() && *it < sym.value + kWindowReach;
+         ++it)
+      foreign.push_back(m.runtime(*it).value());
+  }
+  req.branch_targets = foreign;
   arch::EntryPatch plan = arch::host().plan_entry_patch(req);
   if (!plan.ok) {
     reason = plan.reason;
@@ -259,6 +272,29 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   ++patched_;
   ++stats_.patched;
   return true;
+}
+
+const std::vector<uint64_t>& FastPath::image_targets(const Module& m) {
+  auto it = targets_.find(m.elf.get());
+  if (it != targets_.end() && it->second.image.lock() == m.elf) return it->second.targets;
+  std::erase_if(targets_, [](const auto& e) { return e.second.image.expired(); });
+  ImageTargets& t = targets_[m.elf.get()];
+  t.image = m.elf;
+  t.targets.clear();
+  uint64_t start = monotonic_ns();
+  uint64_t last = ~uint64_t{0};
+  for (const ElfSymbol& f : m.elf->functions()) {
+    if (f.size == 0 || f.value == last) continue;  // unknown extent, or an alias
+    last = f.value;
+    std::span<const uint8_t> bytes = m.elf->read_only_bytes(f.value, f.size);
+    if (bytes.empty()) continue;
+    arch::host().branch_targets({bytes, f.value}, t.targets);
+  }
+  std::sort(t.targets.begin(), t.targets.end());
+  t.targets.erase(std::unique(t.targets.begin(), t.targets.end()), t.targets.end());
+  FT_DEBUG("{}: {} branch targets in its functions ({:.1f} ms)", m.elf->path(), t.targets.size(),
+           static_cast<double>(monotonic_ns() - start) / 1e6);
+  return t.targets;
 }
 
 void FastPath::update_unwind(Process& p) {

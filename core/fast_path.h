@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -114,6 +116,15 @@ class FastPath {
 
  private:
   bool set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed);
+  // The targets of the branches in every function of m's image (link-time addresses,
+  // sorted): a branch from another function into the bytes a patch replaces.
+  // Decoded at the first patch in a module of the image, kept while the image lives.
+  const std::vector<uint64_t>& image_targets(const Module& m);
+  struct ImageTargets {
+    std::weak_ptr<const ElfImage> image;
+    std::vector<uint64_t> targets;
+  };
+  std::unordered_map<const ElfImage*, ImageTargets> targets_;
   bool map_code(Process& p, Thread& t, Registers& regs);
 
   Injector& injector_;

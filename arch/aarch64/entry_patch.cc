@@ -83,6 +83,14 @@ std::string unrelocatable(uint32_t w) {
 
 }  // namespace
 
+void branch_targets_aarch64(const CodeRange& range, std::vector<uint64_t>& out) {
+  if (range.addr % kInsnSize != 0) return;
+  for (size_t off = 0; off + kInsnSize <= range.bytes.size(); off += kInsnSize) {
+    const Word w = classify(word_at(range.bytes, off), range.addr + off);
+    if (w.kind == Word::Kind::Target || w.kind == Word::Kind::Reference) out.push_back(w.to);
+  }
+}
+
 EntryPatch plan_entry_patch_aarch64(const EntryPatchRequest& req) {
   const std::span<const uint8_t> fn = req.function;
   if (fn.empty()) return refuse_entry_patch("no code bytes");

@@ -47,6 +47,7 @@ const Traits kAArch64Traits = {
     .decode_plt = decode_plt_aarch64,
     .relocate = relocate_aarch64,
     .plan_entry_patch = plan_entry_patch_aarch64,
+    .branch_targets = branch_targets_aarch64,
     .arg_registers = arg_registers_aarch64,
 };
 

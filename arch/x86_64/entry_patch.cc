@@ -121,6 +121,31 @@ std::optional<Scan> scan_range(const CodeRange& range, std::string& reason) {
   return scan;
 }
 
+}  // namespace
+
+void branch_targets_x86_64(const CodeRange& range, std::vector<uint64_t>& out) {
+  const Decoder& dec = decoder();
+  InsnPtr insn(cs_malloc(dec.handle()));
+  if (insn == nullptr) return;
+  const uint8_t* code = range.bytes.data();
+  size_t size = range.bytes.size();
+  uint64_t addr = range.addr;
+  while (size > 0 && cs_disasm_iter(dec.handle(), &code, &size, &addr, insn.get())) {
+    const cs_insn& in = *insn;
+    const cs_x86& x = in.detail->x86;
+    for (uint8_t i = 0; i < x.op_count; ++i) {
+      const cs_x86_op& op = x.operands[i];
+      if (op.type == X86_OP_IMM) {
+        out.push_back(static_cast<uint64_t>(op.imm));
+      } else if (op.type == X86_OP_MEM && op.mem.base == X86_REG_RIP) {
+        out.push_back(addr + static_cast<uint64_t>(op.mem.disp));  // addr: the next instruction's
+      }
+    }
+  }
+}
+
+namespace {
+
 // Multi-byte nops of 1..8 bytes, as the processor manuals recommend them.
 void put_nops(std::vector<uint8_t>& out, size_t n) {
   static constexpr uint8_t kNops[8][8] = {

@@ -46,6 +46,7 @@ const Traits kX86_64Traits = {
     .decode_plt = decode_plt_x86_64,
     .relocate = relocate_x86_64,
     .plan_entry_patch = plan_entry_patch_x86_64,
+    .branch_targets = branch_targets_x86_64,
     .arg_registers = arg_registers_x86_64,
 };
 
