@@ -94,6 +94,9 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     const FunctionInfo& fn = p.space.functions[fn_id];
     uint64_t now = monotonic_ns();
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
+    // A return that cannot be hooked because the process's memory is going away (it
+    // is being killed): the call is closed at once, as the frames open at its end are.
+    bool unwound_at_once = false;
     if (fn.return_mask) {
       RemoteAddr slot = regs.sp();
       // Read with the return records at the start of the stop, unless a hook may have
@@ -129,6 +132,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
             t.stack.pop_last();
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);
             report_.record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + s.error().message);
+            unwound_at_once = true;
           }
         }
       } else {
@@ -136,10 +140,18 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         // open frame nobody explains.
         log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, ret.error().message);
         report_.record_lost(p, t, 1, "return of " + fn.name + " not hooked: " + ret.error().message);
+        unwound_at_once = true;
       }
     }
     if (fn.entry_mask) {
       report_.call(p, t, regs, now, depth, fn, addr);
+    }
+    if (unwound_at_once) {
+      ShadowFrame f;
+      f.slot = regs.sp();
+      f.fn = fn_id;
+      f.entry_ns = now;
+      report_.report_unwound(t, {f}, "exit", now, t.stack.depth());
     }
   }
   if (hooks) returns_.sync(t);  // the hooks may have changed the shadow stack
