@@ -7,9 +7,10 @@ functracer: the scan's own time, as the leak_scan record (elapsed_ns) and --stat
 give it (tracing every allocation is not counted: -b 0, and the program's run
 before the exit stop is the tracing cost measured elsewhere). valgrind: the run with
 --leak-check=full --show-leak-kinds=all minus the run with --leak-check=no (the leak
-check alone; both with --run-libc-freeres=no, as memtrace sees the heap at exit). Both must find the same kinds (bytes and blocks): functracer's
-from `functracer-postproc leaks --json` ("kinds"), valgrind's from its LEAK SUMMARY;
-a difference is printed and the exit status is 1.
+check alone; both with --run-libc-freeres=no, as memtrace sees the heap at exit).
+Both must find the same kinds (bytes and blocks): functracer's from
+`functracer-postproc leaks --json` ("kinds"), valgrind's from its LEAK SUMMARY; a
+difference is printed and the exit status is 1.
 
     tests/bench/leak_scan_cost.py                # 1M blocks of 1 KiB
     tests/bench/leak_scan_cost.py -n 100000      # a smaller heap
