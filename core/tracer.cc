@@ -438,7 +438,8 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
   }
   if (!p.space.ifuncs.empty()) {
     for (const PendingIfunc& f : p.space.ifuncs)
-      record_untraced(p, f.demangled, f.module->runtime(f.sym.value).value(), "the process ended before its IFUNC was resolved");
+      record_untraced(p, f.demangled, f.module->runtime(f.sym.value).value(),
+                      "the process ended before its IFUNC was resolved");
     log::gap("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
              p.pid(), p.space.ifuncs.size(), p.space.ifuncs.size() == 1 ? "" : "s", p.space.ifuncs.front().demangled);
   }

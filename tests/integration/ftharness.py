@@ -12,6 +12,7 @@ Paths come from the environment (set by tests/integration/meson.build):
 """
 
 import collections
+import contextlib
 import glob
 import json
 import os
@@ -815,3 +816,30 @@ def bpftrace_counts(binary, symbols_list, args=(), timeout=BPFTRACE_TIMEOUT):
     if not seen_attach or res.timed_out:
         return None, res
     return counts, res
+
+
+@contextlib.contextmanager
+def bpftrace_uprobe(probe, attach_timeout=60):
+    """Runs `bpftrace -e PROBE` for the length of the block (a uprobe's int3 is in every
+    process that maps the file, other tests' included: a private copy keeps it to the
+    test). Yields True once bpftrace has attached, False if it could not; stops it at
+    the end."""
+    proc = subprocess.Popen(["bpftrace", "-e", probe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=_child_setup)
+    try:
+        deadline = time.monotonic() + attach_timeout
+        attached = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            if "Attaching" in proc.stdout.readline().decode():
+                attached = True
+                break
+        if attached:
+            time.sleep(0.5)
+        yield attached
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()

@@ -23,10 +23,7 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
@@ -97,21 +94,13 @@ def check_uprobe(ck, exe, tmp):
     if not ok:
         ck.skip("uprobe", why)
         return
-    probe = subprocess.Popen([shutil.which("bpftrace"), "-e", f"uprobe:{exe}:fib {{ @n = count(); }}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=h._child_setup)
-    try:
-        deadline = time.monotonic() + 60
-        attached = False
-        while time.monotonic() < deadline and probe.poll() is None:
-            if "Attaching" in probe.stdout.readline().decode():
-                attached = True
-                break
+    copy = os.path.join(tmp, os.path.basename(exe))  # the uprobe stays out of other tests
+    shutil.copy2(exe, copy)
+    with h.bpftrace_uprobe(f'uprobe:"{copy}":fib {{ @n = count(); }}') as attached:
         if not attached:
             ck.skip("uprobe", "bpftrace could not attach its uprobe here")
             return
-        time.sleep(0.5)
-        out = os.path.join(tmp, "uprobe")
-        r = h.trace([exe], "main,fib", outdir=out, quiet=True)
+        r = h.trace([copy], "main,fib", outdir=os.path.join(tmp, "uprobe"), quiet=True)
         said = re.findall(r"cannot trace fib: .*uprobe of bpftrace or perf", r.result.err)
         ck.check(len(said) == 1, f"uprobe: with -q, stderr does not name fib and a uprobe once\n{r.result.describe()}")
         recs = [x for x in untraced_records(r.files) if x.get("function") == "fib"]
@@ -120,13 +109,6 @@ def check_uprobe(ck, exe, tmp):
         rep = h.run_postproc(["calls"] + r.files)
         ck.check(re.search(r"fib was not traced \(int3.*\): the totals are incomplete", rep.err),
                  f"uprobe: the calls report does not warn\n{rep.describe()}")
-    finally:
-        probe.send_signal(signal.SIGINT)
-        try:
-            probe.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            probe.kill()
-            probe.communicate()
 
 
 def main():
