@@ -340,6 +340,16 @@ def trace(program_args, patterns=None, outdir=None, quiet=True, plugin="calltrac
     return TraceRun(res, outdir) if outdir is not None else TraceRun(res, "/nonexistent")
 
 
+GAP_LINE = re.compile(rb"^functracer: (cannot trace |none of the functions of |process \d+ ended before |process \d+: no recorder)")
+
+
+def without_gaps(stderr):
+    """A traced run's stderr without functracer's lines about functions it could not
+    trace, which it prints even with -q (glibc's time and gettimeofday choose the
+    vDSO, so `*@libc.so` always has two): what is left is the program's own."""
+    return b"".join(line for line in stderr.splitlines(keepends=True) if not GAP_LINE.match(line))
+
+
 def run_postproc(args, timeout=POSTPROC_TIMEOUT):
     return run([postproc()] + list(args), timeout=timeout)
 
