@@ -38,8 +38,8 @@ void report_untraced_module(Process& p, const std::string& path, uint64_t base, 
   record_untraced(p, path, base, reason);
   static std::set<std::string> told;
   if (told.insert(path).second)
-    log::gap("none of the functions of {} can be traced in process {} ({}); their calls are missing from the trace",
-             path, p.pid(), reason);
+    log::gap("the functions of {} are not traced in process {} ({}); their calls are missing from the trace", path,
+             p.pid(), reason);
 }
 
 }  // namespace ft

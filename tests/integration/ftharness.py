@@ -340,7 +340,7 @@ def trace(program_args, patterns=None, outdir=None, quiet=True, plugin="calltrac
     return TraceRun(res, outdir) if outdir is not None else TraceRun(res, "/nonexistent")
 
 
-GAP_LINE = re.compile(rb"^functracer: (cannot trace |none of the functions of |process \d+ ended before |process \d+: no recorder)")
+GAP_LINE = re.compile(rb"^functracer: (cannot trace |the functions of .+ are not traced |process \d+ ended before |process \d+: no recorder)")
 
 
 def without_gaps(stderr):
