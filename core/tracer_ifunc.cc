@@ -87,7 +87,7 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
       if (auto maps = read_maps(p.pid()))
         for (const auto& e : *maps)
           if (impl->value() >= e.start && impl->value() < e.end && e.path == "[vdso]") where = "code in the vDSO";
-      elsewhere[{f.module->map.path, where}].push_back(f.demangled);
+      if (first_telling(f.demangled)) elsewhere[{f.module->map.path, where}].push_back(f.demangled);
       record_untraced(p, f.demangled, impl->value(), "its IFUNC resolver chose " + where);
       continue;
     }

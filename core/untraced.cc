@@ -22,10 +22,14 @@ void record_untraced(Process& p, const std::string& function, uint64_t addr, con
   p.trace->write(r);
 }
 
+bool first_telling(const std::string& function) {
+  static std::set<std::string> told;
+  return told.insert(function).second;
+}
+
 void report_untraced(Process& p, const std::string& function, uint64_t addr, const std::string& reason) {
   record_untraced(p, function, addr, reason);
-  static std::set<std::string> told;
-  if (!told.insert(function).second) return;
+  if (!first_telling(function)) return;
   if (reason.starts_with("int3"))
     log::gap("cannot trace {}: another tool has a breakpoint on its first instruction (most likely a uprobe of "
              "bpftrace or perf); its calls are missing, and reports of this trace say their totals are incomplete",
@@ -36,8 +40,7 @@ void report_untraced(Process& p, const std::string& function, uint64_t addr, con
 
 void report_untraced_module(Process& p, const std::string& path, uint64_t base, const std::string& reason) {
   record_untraced(p, path, base, reason);
-  static std::set<std::string> told;
-  if (told.insert(path).second)
+  if (first_telling(path))
     log::gap("the functions of {} are not traced in process {} ({}); their calls are missing from the trace", path,
              p.pid(), reason);
 }

@@ -24,6 +24,9 @@ void report_untraced(Process& p, const std::string& function, uint64_t addr, con
 // program of another architecture): its path stands for its functions, unknown
 // without its symbols.
 void report_untraced_module(Process& p, const std::string& path, uint64_t base, const std::string& reason);
+// Whether the user has not been told about `function` yet in this session (each
+// process of -f, each exec, would repeat it); true once.
+bool first_telling(const std::string& function);
 // Writes the record only: for a caller that tells the user itself, in one line for
 // several functions (IFUNCs whose resolvers chose the vDSO).
 void record_untraced(Process& p, const std::string& function, uint64_t addr, const std::string& reason);

@@ -12,7 +12,8 @@ usage: test_untraced.py RECURSION-O0
     are those of an untraced run, stderr names both functions once and the vDSO, the
     trace has one untraced record for each, and every call report (calls, tree,
     callgrind, gprof, flamegraph, speedscope, chrome, dot; with --json where it takes
-    it) warns once per function and file, its JSON parsing.
+    it) warns once per function and file, its JSON parsing. With -f and the program run
+    twice by sh, the gap is said once and recorded in each process's trace.
   * uprobe (skipped without bpftrace or root): a uprobe of bpftrace on fib while
     calltrace runs with -q: stderr names fib and a uprobe of bpftrace or perf as the
     likely cause, once; the trace has an untraced record whose reason starts with
@@ -80,6 +81,13 @@ def check_vdso(ck, exe, tmp):
         mine = [x for x in recs if x.get("function") == fn]
         ck.check(len(mine) == 1 and "vDSO" in mine[0].get("reason", ""),
                  f"vdso: {len(mine)} untraced records for {fn} (one naming the vDSO expected): {recs}")
+    # -f, two processes of the program (and the shell): said once, recorded in each.
+    f = h.trace(["sh", "-c", f"{exe} >/dev/null; {exe} >/dev/null"], "main,fib,time", outdir=out + "-f",
+                quiet=True, extra=["-f"])
+    said = [line for line in f.result.err.splitlines() if "cannot trace" in line]
+    ck.check(len(said) == 1, f"vdso -f: the gap is not said once\n{f.result.describe()}")
+    with_gap = [p for p in f.files if any(x.get("function") == "time" for x in untraced_records([p]))]
+    ck.check(len(with_gap) >= 2, f"vdso -f: {len(with_gap)} of {len(f.files)} traces record that time is missing")
     if r.files:
         check_reports(ck, "vdso", r.files, VDSO_FUNCTIONS, tmp)
         # Two traces given together (a copy under another name): one warning per
