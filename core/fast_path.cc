@@ -21,6 +21,7 @@
 #include "core/ptrace.h"
 #include "core/recorder.h"
 #include "core/recorder_image.h"
+#include "core/untraced.h"
 #include "core/unwind_index.h"
 #include "core/wait_status.h"
 
@@ -503,12 +504,13 @@ void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
   if (!set_up(child, t, regs, rs.region)) {
     // Without a region the trampolines and the return stub cannot run: every patch and
     // hooked return goes, and those functions are not traced in this child.
-    log::warn("process {}: no recorder region for the forked child: {} functions are not traced in it", child.pid(),
-              rs.patches.size());
+    log::gap("process {}: no recorder region for the forked child: {} functions are not traced in it", child.pid(),
+             rs.patches.size());
     for (const auto& [tid, th] : child.threads())
       for (const ShadowFrame& f : th->stack.frames())
         if (f.recorded && f.armed && !f.tail) (void)child.mem().write_u64(f.slot, f.real_ret.value());
     for (const EntryPatchSite& s : rs.patches) {
+      record_untraced(child, child.space.functions[s.fn].demangled, s.entry.value(), "no recorder in the forked child");
       (void)child.mem().write(s.at, s.original);
       child.space.breakpoints.erase(s.slow_trap);
     }

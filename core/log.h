@@ -1,4 +1,5 @@
-// Diagnostics of functracer itself: warnings (always, unless -q), debug traces (-d).
+// Diagnostics of functracer itself: warnings (always, unless -q; gaps in the data even
+// with -q), debug traces (-d).
 // Everything goes to stderr with a "functracer: " prefix so it can be told apart from
 // the traced program's own output.
 #pragma once
@@ -17,6 +18,12 @@ void write_line(std::string_view prefix, std::string_view text);
 template <typename... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
   if (!quiet) write_line("functracer: ", fmt::format(f, std::forward<Args>(args)...));
+}
+// A gap in the data (a function the trace misses): printed even with -q, since the
+// numbers the user reads from the trace depend on it.
+template <typename... Args>
+void gap(fmt::format_string<Args...> f, Args&&... args) {
+  write_line("functracer: ", fmt::format(f, std::forward<Args>(args)...));
 }
 // Errors are printed even with -q.
 template <typename... Args>

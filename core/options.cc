@@ -69,8 +69,8 @@ Trace function calls of a program without rebuilding it.
 
       --disabled            start with tracing off; SIGUSR1 to functracer toggles it
       --stats               print events, ptrace stops and time per event at exit
-  -q, --quiet               no messages from functracer except errors (and no
-                            summary at exit)
+  -q, --quiet               no messages from functracer except errors and functions
+                            it could not trace (and no summary at exit)
   -d, --debug               log every ptrace request and breakpoint decision
   -V, --version             print the version
   -h, --help                print this help

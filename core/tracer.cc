@@ -27,6 +27,7 @@
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
+#include "core/untraced.h"
 
 namespace ft {
 namespace {
@@ -435,9 +436,13 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
     main_exit_ = code;
     if (!attach_mode_) program_ended();
   }
-  if (!p.space.ifuncs.empty())
-    log::warn("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
-              p.pid(), p.space.ifuncs.size(), p.space.ifuncs.size() == 1 ? "" : "s", p.space.ifuncs.front().demangled);
+  if (!p.space.ifuncs.empty()) {
+    for (const PendingIfunc& f : p.space.ifuncs)
+      record_untraced(p, f.demangled, f.module->runtime(f.sym.value).value(),
+                      "the process ended before its IFUNC was resolved");
+    log::gap("process {} ended before {} IFUNC function{} could be resolved (first: {}); they were not traced",
+             p.pid(), p.space.ifuncs.size(), p.space.ifuncs.size() == 1 ? "" : "s", p.space.ifuncs.front().demangled);
+  }
   if (p.trace) p.trace->flush();
   procs_.remove(p);
 }

@@ -154,19 +154,21 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     if (elf.error().message.ends_with("not an ELF file")) {  // shared memory, data files
       FT_DEBUG("{}", elf.error().message);
       m->data_file = true;  // kept to follow the map, not a module of the trace
-    } else if (mm.deleted) {
-      log::warn("{} was removed or replaced on disk since process {} loaded it, and cannot be read ({}): "
-                "its functions are not traced", mm.path, p.pid(), elf.error().message);
     } else {
-      // A truncated or corrupt file the kernel still ran: say why nothing in it is traced.
-      log::warn("{}: its functions are not traced", elf.error().message);
+      // A file replaced on disk, or a truncated or corrupt one the kernel still ran: none
+      // of its functions can be traced, and the trace says so (the module's path stands
+      // for its functions, unknown without its symbols).
+      report_untraced_module(p, mm.path, mm.base,
+                             (mm.deleted ? "removed or replaced on disk since the process loaded it, and unreadable: "
+                                         : "its file cannot be read: ") + elf.error().message);
     }
     p.space.modules.push_back(std::move(m));
     return;
   }
   std::shared_ptr<const ElfImage> img(std::move(*elf));
   if (img->machine() != arch::host().elf_machine) {
-    if (is_main) log::warn("{} is not an {} program: process {} runs untraced", mm.path, arch::host().title, p.pid());
+    if (is_main)
+      report_untraced_module(p, mm.path, mm.base, fmt::format("not an {} program", arch::host().title));
     p.space.modules.push_back(std::move(m));
     return;
   }
@@ -302,7 +304,7 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
   SsolArea* area = area_near(p, t, regs, addr);
   if (!area) {
     ++stats_.refused;
-    log::warn("cannot trace {}: no out-of-line area", what);
+    report_untraced(p, what, addr.value(), "no out-of-line area could be mapped near it");
     return nullptr;
   }
   RemoteAddr slot = area->allocate_slot();
@@ -310,7 +312,7 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
   auto got = p.mem().read(addr, code);
   if (!got) {
     ++stats_.refused;
-    log::warn("cannot trace {}: {}", what, got.error().message);
+    report_untraced(p, what, addr.value(), "its code cannot be read: " + got.error().message);
     return nullptr;
   }
   auto rel = arch::host().relocate_at({code, *got}, addr, slot);
@@ -326,13 +328,13 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
   if (rel.kind == arch::Relocation::Kind::OutOfLine)
     if (auto s = p.mem().write(slot, rel.slot_code); !s) {
       ++stats_.refused;
-      log::warn("cannot trace {}: {}", what, s.error().message);
+      report_untraced(p, what, addr.value(), "its out-of-line slot cannot be written: " + s.error().message);
       return nullptr;
     }
   auto bpbytes = arch::host().trap;
   if (auto s = p.mem().write(addr, bpbytes); !s) {
     ++stats_.refused;
-    log::warn("cannot trace {}: {}", what, s.error().message);
+    report_untraced(p, what, addr.value(), "its breakpoint cannot be written: " + s.error().message);
     return nullptr;
   }
   Breakpoint bp;

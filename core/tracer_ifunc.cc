@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/symbol_policy.h"
 #include "core/tracer.h"
+#include "core/untraced.h"
 
 namespace ft {
 namespace {
@@ -75,8 +76,8 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
     if (impl) answers[resolver] = *impl;
     if (!impl) {
       ++stats_.refused;
-      log::warn("cannot trace {} (IFUNC in {}): its resolver failed: {}", f.demangled, f.module->map.path,
-                impl.error().message);
+      report_untraced(p, f.demangled, resolver.value(),
+                      "its IFUNC resolver in " + f.module->map.path + " failed: " + impl.error().message);
       continue;
     }
     Module* home = p.space.module_at(*impl);
@@ -86,7 +87,8 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
       if (auto maps = read_maps(p.pid()))
         for (const auto& e : *maps)
           if (impl->value() >= e.start && impl->value() < e.end && e.path == "[vdso]") where = "code in the vDSO";
-      elsewhere[{f.module->map.path, where}].push_back(f.demangled);
+      if (first_telling(f.demangled)) elsewhere[{f.module->map.path, where}].push_back(f.demangled);
+      record_untraced(p, f.demangled, impl->value(), "its IFUNC resolver chose " + where);
       continue;
     }
     if (auto it = p.space.breakpoints.find(*impl); it != p.space.breakpoints.end() && it->second.traced) {
@@ -107,8 +109,9 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
   for (const auto& [key, names] : elsewhere) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    log::warn("cannot trace {} (IFUNC{} of {}): the resolver{} chose {}", list, names.size() == 1 ? "" : "s",
-              key.first, names.size() == 1 ? "" : "s", key.second);
+    log::gap("cannot trace {} (IFUNC{} of {}): the resolver{} chose {}; {} calls are missing from the trace", list,
+             names.size() == 1 ? "" : "s", key.first, names.size() == 1 ? "" : "s", key.second,
+             names.size() == 1 ? "its" : "their");
   }
 }
 

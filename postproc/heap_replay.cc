@@ -61,15 +61,13 @@ void HeapReplay::replay(TraceReader& reader) {
       end_image(ImageEnd::kExec);
     } else if (type == rt::kLost) {
       records_.lost(*r);
-    } else if (type == rt::kUntraced) {
-      records_.untraced(*r);
     }
   }
   end_image(stopped ? ImageEnd::kStop : ImageEnd::kEnd);
   observer_.end_process(reader);
 
   records_.warn_lost(reader, diag_);
-  records_.warn_untraced(reader, diag_);
+  if (stopped) reader.stop_early();
   if (!stopped) records_.warn_without_plugin(reader, diag_);
 }
 

@@ -10,17 +10,6 @@ void PluginRecords::lost(const TraceRecord& r) {
   lost_ += static_cast<uint64_t>(std::max<int64_t>(r.get_int(schema::key::kCount).value_or(0), 0));
 }
 
-void PluginRecords::untraced(const TraceRecord& r) {
-  const std::string* fn = r.get_str(schema::key::kFunction);
-  const std::string* why = r.get_str(schema::key::kReason);
-  untraced_.push_back((fn ? *fn : std::string("a function")) + " was not traced (" +
-                      (why ? *why : std::string("refused")) + ")");
-}
-
-void PluginRecords::warn_untraced(const TraceReader& reader, Diagnostics& diag) const {
-  for (const std::string& gap : untraced_) diag.warning(reader.path() + ": " + gap + ": the totals are incomplete");
-}
-
 void PluginRecords::warn_lost(const TraceReader& reader, Diagnostics& diag) const {
   if (lost_ == 0) return;
   diag.warning(reader.path() + ": " + std::to_string(lost_) + (lost_ == 1 ? " event was" : " events were") +

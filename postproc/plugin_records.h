@@ -3,9 +3,8 @@
 //  - events lost while tracing (`lost` records): the figures may be missing or wrong;
 //  - none of the plugin's records in a trace whose header does not list the plugin:
 //    the trace was recorded without it, which is not the same as "nothing happened";
-//  - functions the engine could not trace (`untraced` records: another tool's
-//    breakpoint was there, an instruction could not be relocated): every total
-//    built from the trace is incomplete.
+// (Functions the engine could not trace, its `untraced` records, are warned about by
+// TraceReader for every report.)
 // One per replay; begin() at the start of each trace.
 #pragma once
 
@@ -26,14 +25,11 @@ class PluginRecords {
 
   void begin() {
     records_ = lost_ = 0;
-    untraced_.clear();
   }
   // One of the plugin's records.
   void count() { ++records_; }
   // A `lost` record: adds the events it says were lost.
   void lost(const TraceRecord& r);
-  // An `untraced` record.
-  void untraced(const TraceRecord& r);
 
   uint64_t records() const { return records_; }
 
@@ -41,15 +37,12 @@ class PluginRecords {
   void warn_lost(const TraceReader& reader, Diagnostics& diag) const;
   // At the end of a trace: the warning about a trace recorded without the plugin.
   void warn_without_plugin(const TraceReader& reader, Diagnostics& diag) const;
-  // At the end of a trace: one warning per function that was not traced.
-  void warn_untraced(const TraceReader& reader, Diagnostics& diag) const;
 
  private:
   const char* plugin_;
   const char* figures_;
   uint64_t records_ = 0;
   uint64_t lost_ = 0;
-  std::vector<std::string> untraced_;  // "FUNCTION was not traced (REASON)"
 };
 
 }  // namespace ft::post

@@ -184,8 +184,6 @@ void FdReplay::replay(TraceReader& reader) {
       clear_streams();
     } else if (type == rt::kLost) {
       records_.lost(*r);
-    } else if (type == rt::kUntraced) {
-      records_.untraced(*r);
     }
   }
   for (const auto& [fd, o] : fds_) leak(FdKind::kFd, o, 0);
@@ -194,7 +192,6 @@ void FdReplay::replay(TraceReader& reader) {
   clear_streams();
 
   records_.warn_lost(reader, diag_);
-  records_.warn_untraced(reader, diag_);
   records_.warn_without_plugin(reader, diag_);
 }
 

@@ -214,6 +214,7 @@ const TraceRecord* TraceReader::read_record() {
         last_seq_ = record_.seq;
         if (record_.ts_ns > last_ts_) last_ts_ = record_.ts_ns;
         if (is_end_record(record_.type)) seen_end_record_ = true;
+        if (record_.type == schema::type::kUntraced) note_untraced(record_);
         return &record_;
       }
       problem = parsed.error().message;
@@ -237,8 +238,24 @@ const TraceRecord* TraceReader::next() {
   return nullptr;
 }
 
+void TraceReader::note_untraced(const TraceRecord& r) {
+  const std::string* fn = r.get_str(schema::key::kFunction);
+  const std::string* why = r.get_str(schema::key::kReason);
+  std::string gap = (fn ? *fn : std::string("a function")) + " was not traced (" +
+                    (why ? *why : std::string("refused")) + ")";
+  // The same function refused again (after an exec, in a library loaded twice) is one gap.
+  if (std::find(untraced_.begin(), untraced_.end(), gap) == untraced_.end()) untraced_.push_back(std::move(gap));
+}
+
+void TraceReader::warn_untraced() {
+  if (untraced_warned_) return;
+  untraced_warned_ = true;
+  for (const std::string& gap : untraced_) warn(0, gap + ": the totals are incomplete");
+}
+
 void TraceReader::finish() {
   finished_ = true;
+  warn_untraced();
   if (malformed_ > kMaxReportedLines) {
     warn(0, std::to_string(malformed_ - kMaxReportedLines) + " more malformed lines not shown");
   }

@@ -86,7 +86,10 @@ class TraceReader {
   ~TraceReader() = default;
 
   // The next well-formed record, or nullptr at the end of the file. The pointer stays
-  // valid until the next call. Reaching the end emits the cut-short warnings.
+  // valid until the next call. Reaching the end emits the cut-short warnings, and one
+  // warning per function the engine could not trace (its `untraced` records): whatever
+  // a report counts from this trace misses that function's calls, so every report
+  // says its totals are incomplete, here rather than each on its own.
   const TraceRecord* next();
 
   const std::string& path() const { return path_; }
@@ -98,6 +101,9 @@ class TraceReader {
   uint64_t line_number() const { return record_line_; }
   // Largest timestamp among the records returned so far.
   uint64_t last_ts() const { return last_ts_; }
+  // For a report that stops reading before the end (--at): warns now about the
+  // untraced functions read so far, as reaching the end would have.
+  void stop_early() { warn_untraced(); }
   // After next() returned nullptr: whether the trace ended as a complete trace does
   // (end record present, last line complete, no malformed line).
   bool complete() const { return complete_; }
@@ -110,6 +116,8 @@ class TraceReader {
   bool fill();
   const TraceRecord* read_record();
   void warn(uint64_t line, std::string_view message);
+  void note_untraced(const TraceRecord& r);
+  void warn_untraced();
   void finish();
 
   std::string path_;
@@ -137,6 +145,8 @@ class TraceReader {
   bool incomplete_line_ = false;
   uint64_t malformed_ = 0;
   uint64_t out_of_order_ = 0;
+  std::vector<std::string> untraced_;  // "FUNCTION was not traced (REASON)", each once
+  bool untraced_warned_ = false;
   bool finished_ = false;
   bool complete_ = false;
 };

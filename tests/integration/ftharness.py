@@ -12,6 +12,7 @@ Paths come from the environment (set by tests/integration/meson.build):
 """
 
 import collections
+import contextlib
 import glob
 import json
 import os
@@ -337,6 +338,16 @@ def trace(program_args, patterns=None, outdir=None, quiet=True, plugin="calltrac
     cmd += list(program_args)
     res = run(cmd, timeout=timeout, stdin=stdin, cwd=cwd)
     return TraceRun(res, outdir) if outdir is not None else TraceRun(res, "/nonexistent")
+
+
+GAP_LINE = re.compile(rb"^functracer: (cannot trace |the functions of .+ are not traced |process \d+ ended before |process \d+: no recorder)")
+
+
+def without_gaps(stderr):
+    """A traced run's stderr without functracer's lines about functions it could not
+    trace, which it prints even with -q (glibc's time and gettimeofday choose the
+    vDSO, so `*@libc.so` always has two): what is left is the program's own."""
+    return b"".join(line for line in stderr.splitlines(keepends=True) if not GAP_LINE.match(line))
 
 
 def run_postproc(args, timeout=POSTPROC_TIMEOUT):
@@ -815,3 +826,30 @@ def bpftrace_counts(binary, symbols_list, args=(), timeout=BPFTRACE_TIMEOUT):
     if not seen_attach or res.timed_out:
         return None, res
     return counts, res
+
+
+@contextlib.contextmanager
+def bpftrace_uprobe(probe, attach_timeout=60):
+    """Runs `bpftrace -e PROBE` for the length of the block (a uprobe's int3 is in every
+    process that maps the file, other tests' included: a private copy keeps it to the
+    test). Yields True once bpftrace has attached, False if it could not; stops it at
+    the end."""
+    proc = subprocess.Popen(["bpftrace", "-e", probe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=_child_setup)
+    try:
+        deadline = time.monotonic() + attach_timeout
+        attached = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            if "Attaching" in proc.stdout.readline().decode():
+                attached = True
+                break
+        if attached:
+            time.sleep(0.5)
+        yield attached
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()

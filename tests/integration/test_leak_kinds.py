@@ -32,7 +32,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
@@ -229,20 +228,10 @@ def check_uprobe(ck, exe, tmp):
     if not bpftrace or os.geteuid() != 0 or not os.path.exists(libc):
         ck.skip("uprobe", "needs bpftrace, root and " + libc)
         return
-    probe = subprocess.Popen([bpftrace, "-e", f"uprobe:{libc}:calloc {{ @n = count(); }}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=h._child_setup)
-    try:
-        deadline = time.monotonic() + 30
-        attached = False
-        while time.monotonic() < deadline and probe.poll() is None:
-            line = probe.stdout.readline().decode()
-            if "Attaching" in line:
-                attached = True
-                break
+    with h.bpftrace_uprobe(f"uprobe:{libc}:calloc {{ @n = count(); }}") as attached:
         if not attached:
             ck.skip("uprobe", "bpftrace could not attach its uprobe here")
             return
-        time.sleep(0.5)
         out = os.path.join(tmp, "uprobe")
         r = h.run([h.functracer(), "-e", "memtrace", "--uncompressed", "-o", out, exe], timeout=h.TRACED_TIMEOUT)
         ck.check(r.status == 0, f"uprobe: functracer run\n{r.describe()}")
@@ -256,13 +245,6 @@ def check_uprobe(ck, exe, tmp):
         rep = h.run_postproc(["leaks"] + files)
         ck.check(re.search(r"calloc was not traced .*the totals are incomplete", rep.err),
                  f"uprobe: the leak report does not warn\n{rep.describe()}")
-    finally:
-        probe.send_signal(signal.SIGINT)
-        try:
-            probe.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            probe.kill()
-            probe.communicate()
 
 
 def main():

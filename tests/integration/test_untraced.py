@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""No silent gaps: a function functracer was asked to trace and could not is named
+once on stderr (even with -q), recorded in the trace (an `untraced` record), and
+every report built from that trace warns on stderr that its totals are incomplete,
+while what it writes on stdout stays as it is (JSON that parses).
+
+usage: test_untraced.py RECURSION-O0
+
+  * vDSO: glibc's time and gettimeofday are IFUNCs whose resolvers choose code in the
+    vDSO, which no module holds and functracer does not patch. recursion-O0 traced
+    with calltrace -q -a 'main,fib,time,gettimeofday': the program's output and status
+    are those of an untraced run, stderr names both functions once and the vDSO, the
+    trace has one untraced record for each, and every call report (calls, tree,
+    callgrind, gprof, flamegraph, speedscope, chrome, dot; with --json where it takes
+    it) warns once per function and file, its JSON parsing. With -f and the program run
+    twice by sh, the gap is said once and recorded in each process's trace.
+  * uprobe (skipped without bpftrace or root): a uprobe of bpftrace on fib while
+    calltrace runs with -q: stderr names fib and a uprobe of bpftrace or perf as the
+    likely cause, once; the trace has an untraced record whose reason starts with
+    "int3"; the calls report warns.
+"""
+
+import json
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftharness as h  # noqa: E402
+from tracefile import parse_trace  # noqa: E402
+
+CALL_REPORTS = ["calls", "tree", "callgrind", "gprof", "flamegraph", "speedscope", "chrome", "dot"]
+VDSO_FUNCTIONS = ["time", "gettimeofday"]
+
+
+def untraced_records(files):
+    return [r for f in files for r in parse_trace(f) if r["type"] == "untraced"]
+
+
+def check_reports(ck, label, files, functions, tmp):
+    """Every call report of `files` warns once per function in `functions`, on stderr;
+    its JSON on stdout parses."""
+    for report in CALL_REPORTS:
+        for as_json in (False, True):
+            out = os.path.join(tmp, f"{label}-{report}.out")
+            args = [report] + (["--json"] if as_json else ["-o", out]) + files
+            res = h.run_postproc(args)
+            if as_json and res.status == 2 and "--json" in res.err:
+                continue  # the report has no --json
+            what = f"{label}: {report}{' --json' if as_json else ''}"
+            if not ck.check(res.status == 0, f"{what} failed\n{res.describe()}"):
+                continue
+            for fn in functions:
+                said = re.findall(rf": {re.escape(fn)} was not traced \(.*\): the totals are incomplete$",
+                                  res.err, re.M)
+                ck.check(len(said) == len(files),
+                         f"{what}: warned {len(said)} times that {fn} was not traced, not once per file "
+                         f"({len(files)})\n{res.describe()}")
+            ck.check("was not traced" not in res.out, f"{what}: the warning is on stdout\n{res.describe()}")
+            if as_json:
+                try:
+                    json.loads(res.out)
+                except ValueError as e:
+                    ck.fail(f"{what}: stdout is not JSON ({e})\n{res.describe()}")
+
+
+def check_vdso(ck, exe, tmp):
+    plain = h.run([exe])
+    out = os.path.join(tmp, "vdso")
+    r = h.trace([exe], "main,fib," + ",".join(VDSO_FUNCTIONS), outdir=out, quiet=True)
+    res = r.result
+    ck.check(res.status == plain.status and res.stdout == plain.stdout,
+             f"vdso: the traced program does not behave as untraced\n{res.describe()}")
+    for fn in VDSO_FUNCTIONS:
+        said = [line for line in res.err.splitlines() if "cannot trace" in line and re.search(rf"\b{fn}\b", line)]
+        ck.check(len(said) == 1 and "vDSO" in said[0],
+                 f"vdso: with -q, stderr does not name {fn} and the vDSO once\n{res.describe()}")
+    recs = untraced_records(r.files)
+    for fn in VDSO_FUNCTIONS:
+        mine = [x for x in recs if x.get("function") == fn]
+        ck.check(len(mine) == 1 and "vDSO" in mine[0].get("reason", ""),
+                 f"vdso: {len(mine)} untraced records for {fn} (one naming the vDSO expected): {recs}")
+    # -f, two processes of the program (and the shell): said once, recorded in each.
+    f = h.trace(["sh", "-c", f"{exe} >/dev/null; {exe} >/dev/null"], "main,fib,time", outdir=out + "-f",
+                quiet=True, extra=["-f"])
+    said = [line for line in f.result.err.splitlines() if "cannot trace" in line]
+    ck.check(len(said) == 1, f"vdso -f: the gap is not said once\n{f.result.describe()}")
+    with_gap = [p for p in f.files if any(x.get("function") == "time" for x in untraced_records([p]))]
+    ck.check(len(with_gap) >= 2, f"vdso -f: {len(with_gap)} of {len(f.files)} traces record that time is missing")
+    if r.files:
+        check_reports(ck, "vdso", r.files, VDSO_FUNCTIONS, tmp)
+        # Two traces given together (a copy under another name): one warning per
+        # function and file.
+        copy = os.path.join(tmp, "copy.trace")
+        shutil.copyfile(r.files[0], copy)
+        check_reports(ck, "vdso-twice", [r.files[0], copy], VDSO_FUNCTIONS[:1], tmp)
+
+
+def check_uprobe(ck, exe, tmp):
+    ok, why = h.bpftrace_usable()
+    if not ok:
+        ck.skip("uprobe", why)
+        return
+    copy = os.path.join(tmp, os.path.basename(exe))  # the uprobe stays out of other tests
+    shutil.copy2(exe, copy)
+    with h.bpftrace_uprobe(f'uprobe:"{copy}":fib {{ @n = count(); }}') as attached:
+        if not attached:
+            ck.skip("uprobe", "bpftrace could not attach its uprobe here")
+            return
+        r = h.trace([copy], "main,fib", outdir=os.path.join(tmp, "uprobe"), quiet=True)
+        said = re.findall(r"cannot trace fib: .*uprobe of bpftrace or perf", r.result.err)
+        ck.check(len(said) == 1, f"uprobe: with -q, stderr does not name fib and a uprobe once\n{r.result.describe()}")
+        recs = [x for x in untraced_records(r.files) if x.get("function") == "fib"]
+        ck.check(len(recs) == 1 and recs[0].get("reason", "").startswith("int3"),
+                 f"uprobe: no untraced record for fib with an int3 reason: {recs}")
+        rep = h.run_postproc(["calls"] + r.files)
+        ck.check(re.search(r"fib was not traced \(int3.*\): the totals are incomplete", rep.err),
+                 f"uprobe: the calls report does not warn\n{rep.describe()}")
+
+
+def main():
+    ck = h.Checker("untraced")
+    exe = sys.argv[1]
+    with h.TempDir(prefix="ft-untraced-") as tmp:
+        check_vdso(ck, exe, tmp)
+        check_uprobe(ck, exe, tmp)
+    ck.finish()
+
+
+if __name__ == "__main__":
+    main()
