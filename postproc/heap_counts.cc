@@ -26,8 +26,7 @@ void SiteCounter::on_free(const Block& block, const Moment& when) {
   total_.temporary_bytes += block.size;
 }
 
-void SiteCounter::on_live_at_end(const Block& block, ImageEnd how) {
-  if (at_ && how == ImageEnd::kExec) return;
+void SiteCounter::on_live_at_end(const Block& block, ImageEnd /*how*/) {
   HeapCounts& c = at(block.site);
   ++c.leaked_blocks;
   c.leaked_bytes += block.size;
@@ -48,7 +47,7 @@ Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
                                  const GroupFilter& filter, CountRank rank,
                                  std::optional<size_t> top, Diagnostics& diag) {
   HeapSession session(diag, resolve);
-  SiteCounter counter(replay.stop.has_value());
+  SiteCounter counter;
   auto processes = session.replay(traces, counter, replay);
   if (!processes) return processes.error();
   std::vector<std::pair<SiteId, HeapCounts>> ranked;

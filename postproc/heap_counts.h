@@ -2,9 +2,8 @@
 // SiteCounter (a HeapObserver).
 //
 //  - allocations / allocated_bytes: every block allocated (leaks or not);
-//  - leaked_blocks / leaked_bytes: blocks still live when their image ended (exec, end
-//    of trace), or at the --at moment; with --at, blocks that an exec made leak before
-//    that moment are not live at it and are not counted;
+//  - leaked_blocks / leaked_bytes: blocks still live at the end of the trace, or at
+//    the --at moment; blocks an exec discarded (heap_replay.h) are not leaks;
 //  - temporary / temporary_bytes: temporary allocations, as heaptrack counts them: a
 //    block freed by the thread that allocated it with no other allocation by that
 //    thread in between (malloc, use, free right away: pure allocator churn).
@@ -43,9 +42,6 @@ struct HeapCounts {
 
 class SiteCounter : public HeapObserver {
  public:
-  // `at`: the replay stops at an --at moment (see above).
-  explicit SiteCounter(bool at = false) : at_(at) {}
-
   void begin_process(const TraceReader& reader) override;
   void on_alloc(const Block& block) override;
   void on_free(const Block& block, const Moment& when) override;
@@ -61,7 +57,6 @@ class SiteCounter : public HeapObserver {
     return counts_[site];
   }
 
-  bool at_;
   std::vector<HeapCounts> counts_;
   HeapCounts total_;
   // Per thread, the address of its last allocation while that block is live and no

@@ -31,6 +31,7 @@ class PeakObserver : public HeapObserver {
   void on_alloc(const Block& b) override { tracker_.alloc(b); }
   void on_free(const Block& b, const Moment& /*when*/) override { tracker_.release(b); }
   void on_live_at_end(const Block& b, ImageEnd /*how*/) override { tracker_.release(b); }
+  void on_discard(const Block& b, const Moment& /*when*/) override { tracker_.release(b); }
 
   void end_process(const TraceReader& reader) override {
     ProcessPeak p;

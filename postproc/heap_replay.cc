@@ -16,6 +16,11 @@ void HeapReplay::end_image(ImageEnd how) {
   live_.clear();
 }
 
+void HeapReplay::discard_image(const Moment& when) {
+  for (const Heap::Block& b : live_.sorted_blocks()) observer_.on_discard(block(b), when);
+  live_.clear();
+}
+
 void HeapReplay::replay(TraceReader& reader) {
   live_.clear();
   symbolizer_.begin_process();
@@ -58,7 +63,7 @@ void HeapReplay::replay(TraceReader& reader) {
     } else if (type == rt::kAllocFailed || type == rt::kBadFree || type == rt::kMap || type == rt::kUnmap) {
       records_.count();
     } else if (type == rt::kExec) {
-      end_image(ImageEnd::kExec);
+      discard_image(Moment{r->tid, time_ns, r->seq});
     } else if (type == rt::kLost) {
       records_.lost(*r);
     }

@@ -8,9 +8,11 @@
 // (a block from before an attach, or inherited from the parent of a fork), and
 // `alloc_failed`, `bad_free`, `map` and `unmap` are not heap blocks. An `alloc` at an
 // address that is already live ends that block first (its release was not recorded).
-// The blocks live when an image ends are reported as such: at an `exec` (the new
-// image does not inherit the heap), at the end of the trace (its end record or, for a
-// trace cut short, the cut), or at the --at moment where the replay was told to stop.
+// The blocks live at the end of the trace (its end record or, for a trace cut short,
+// the cut), or at the --at moment where the replay was told to stop, are reported as
+// live at the end. An `exec` discards the heap of the image that made it, as valgrind
+// does: the blocks live then are reported as discarded, neither released by the
+// program nor live at its end (so never leaks), and the new image starts empty.
 //
 // Memory is bounded by the live blocks and the distinct sites, not by the number of
 // events: records are streamed (TraceReader) and each block keeps a 32-bit SiteId
@@ -50,7 +52,7 @@ struct Moment {
   uint64_t seq = 0;
 };
 
-enum class ImageEnd { kExec, kEnd, kStop };
+enum class ImageEnd { kEnd, kStop };
 
 class HeapObserver {
  public:
@@ -59,8 +61,10 @@ class HeapObserver {
   virtual void on_alloc(const Block& /*block*/) {}
   // A live block ended: freed, or replaced by an alloc at its address.
   virtual void on_free(const Block& /*block*/, const Moment& /*when*/) {}
-  // A block still live when its image ended.
+  // A block still live at the end of the trace or at the --at moment.
   virtual void on_live_at_end(const Block& /*block*/, ImageEnd /*how*/) {}
+  // A block live when its image exec'd: the exec discarded it with the whole heap.
+  virtual void on_discard(const Block& /*block*/, const Moment& /*when*/) {}
   virtual void end_process(const TraceReader& /*reader*/) {}
 };
 
@@ -79,6 +83,9 @@ class HeapObserverSet : public HeapObserver {
   }
   void on_live_at_end(const Block& block, ImageEnd how) override {
     for (HeapObserver* o : observers_) o->on_live_at_end(block, how);
+  }
+  void on_discard(const Block& block, const Moment& when) override {
+    for (HeapObserver* o : observers_) o->on_discard(block, when);
   }
   void end_process(const TraceReader& reader) override {
     for (HeapObserver* o : observers_) o->end_process(reader);
@@ -110,6 +117,7 @@ class HeapReplay {
  private:
   void replay(TraceReader& reader);
   void end_image(ImageEnd how);
+  void discard_image(const Moment& when);
 
   // What is kept of a live block besides its address and size.
   struct Origin {

@@ -45,6 +45,8 @@ class HeapTimeline : public HeapObserver {
     live_ -= std::min(live_, b.size);
     point(when.time_ns);
   }
+  // An exec empties the heap (heap_replay.h).
+  void on_discard(const Block& b, const Moment& when) override { on_free(b, when); }
   void end_process(const TraceReader& reader) override {
     current_.pid = reader.pid();
     current_.trace = reader.path();

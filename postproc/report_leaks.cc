@@ -72,13 +72,12 @@ Result<FirstPass> first_pass(const std::vector<std::string>& traces) {
 // Blocks live at the end, per kind and site.
 class KindCounter : public HeapObserver {
  public:
-  KindCounter(const std::map<std::string, Scan>& scans, bool at) : scans_(scans), at_(at) {}
+  explicit KindCounter(const std::map<std::string, Scan>& scans) : scans_(scans) {}
   void begin_process(const TraceReader& reader) override {
     auto it = scans_.find(reader.path());
     scan_ = it == scans_.end() ? nullptr : &it->second;
   }
   void on_live_at_end(const Block& block, ImageEnd how) override {
-    if (at_ && how == ImageEnd::kExec) return;
     size_t kind = kNoKind;
     if (scan_ && how == ImageEnd::kEnd) {
       auto it = scan_->lost.find(block.address);
@@ -98,7 +97,6 @@ class KindCounter : public HeapObserver {
 
  private:
   const std::map<std::string, Scan>& scans_;
-  bool at_;
   const Scan* scan_ = nullptr;
   std::vector<HeapCounts> counts_[kKindSlots];
 };
@@ -177,7 +175,7 @@ namespace {
 Result<LeakReport> compute_leak_kinds(const std::vector<std::string>& traces, const LeakOptions& options,
                                       const std::map<std::string, Scan>& scans, CountRank rank, Diagnostics& diag) {
   HeapSession session(diag, options.resolve);
-  KindCounter counter(scans, options.replay.stop.has_value());
+  KindCounter counter(scans);
   auto processes = session.replay(traces, counter, options.replay);
   if (!processes) return processes.error();
   LeakReport report;

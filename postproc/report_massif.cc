@@ -84,8 +84,9 @@ class SpanObserver : public HeapObserver {
     tracker_.release(b);
     last_ns = std::max(last_ns, when.time_ns);
   }
-  void on_live_at_end(const Block& b, ImageEnd how) override {
-    if (how == ImageEnd::kExec) tracker_.release(b);
+  void on_discard(const Block& b, const Moment& when) override {
+    tracker_.release(b);
+    last_ns = std::max(last_ns, when.time_ns);
   }
   void end_process(const TraceReader& /*reader*/) override {
     peak_seq = tracker_.peak().blocks > 0 ? std::optional(tracker_.peak_seq()) : std::nullopt;
@@ -124,8 +125,9 @@ class SnapshotObserver : public HeapObserver {
     tracker_.release(b);
     changed_ = true;
   }
-  void on_live_at_end(const Block& b, ImageEnd how) override {
-    if (how != ImageEnd::kExec) return;  // the heap at the end stays in the last snapshot
+  // The heap at the end stays in the last snapshot; an exec empties it.
+  void on_discard(const Block& b, const Moment& when) override {
+    take_until(when.time_ns);
     tracker_.release(b);
     changed_ = true;
   }

@@ -12,8 +12,10 @@
  *    replacing a live block at the same address (its release went by a path that
  *    was not seen); a release of a live block ends it; a release of an address that
  *    is not live is a double release (released before and not allocated since) or
- *    an unknown one, and changes nothing. A new image (exec) starts empty; a forked
- *    child starts with a copy of its parent's blocks.
+ *    an unknown one, and changes nothing. An exec discards the whole heap: the blocks
+ *    live then went with the old image (neither released by the program nor leaked,
+ *    as valgrind counts them) and the new image starts empty; a forked child starts
+ *    with a copy of its parent's blocks.
  *
  * Releases the allocator makes for itself (reason "allocator" in bad_free records)
  * are told apart by memtrace from the call stack; the model only says that the

@@ -497,17 +497,21 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
     print(ctx, "%s(%" PRIu64 ") = %#" PRIx64, fn->demangled, p.size, o.allocated);
 }
 
-void on_unwound(void*, ft_ctx* ctx, const ft_function*, const char*) {
+// An allocator call left without a return. Only an exception (operator new throwing
+// std::bad_alloc) is a failed allocation; a call cut off by the process's end ("exit":
+// it exited or was killed while the call ran), by a detach (the call goes on
+// untraced) or by a longjmp out of it gave no answer, and is no failure. Either way
+// what it allocated or released inside (the exception object) stands.
+void on_unwound(void*, ft_ctx* ctx, const ft_function*, const char* reason) {
   Pending p;
   if (!take_pending(ctx, &p) || !p.outer) return;
   struct Returning {
     explicit Returning(const Pending* p) { g_returning = p; }
     ~Returning() { g_returning = nullptr; }
   } returning(&p);
-  // operator new throwing std::bad_alloc (or the thread ending inside an allocator):
-  // what it allocated inside (the exception object) stays.
   settle_inner(ctx, p, Outcome{});
-  if (p.kind != kDelete && !is_mapping(p.kind)) record_failed(ctx, p.function.c_str(), p.size);
+  bool thrown = reason && std::strcmp(reason, "exception") == 0;
+  if (thrown && p.kind != kDelete && !is_mapping(p.kind)) record_failed(ctx, p.function.c_str(), p.size);
 }
 
 void summary(ft_ctx* ctx, const ProcessState& ps) {

@@ -42,19 +42,24 @@ VG_WORDS = {"definitely lost": "definitely_lost", "indirectly lost": "indirectly
             "possibly lost": "possibly_lost", "still reachable": "still_reachable"}
 
 
+def kinds_in(text):
+    """The LEAK SUMMARY of a valgrind log as {kind: (bytes, blocks)}, or None."""
+    kinds = {}
+    for m in re.finditer(r"(definitely lost|indirectly lost|possibly lost|still reachable): "
+                         r"([\d,]+) bytes in ([\d,]+) blocks", text):
+        kinds[VG_WORDS[m.group(1)]] = (int(m.group(2).replace(",", "")), int(m.group(3).replace(",", "")))
+    if "All heap blocks were freed" in text:
+        kinds = {k: (0, 0) for k in KINDS}
+    for k in KINDS:
+        kinds.setdefault(k, (0, 0))  # memcheck leaves out a kind it has nothing of
+    return kinds if "HEAP SUMMARY" in text else None
+
+
 def valgrind_kinds(cmd, cwd, env):
     """valgrind's LEAK SUMMARY as {kind: (bytes, blocks)}, or None."""
     r = h.run(["valgrind", "--leak-check=full", "--show-leak-kinds=all", "--run-libc-freeres=no",
                "--run-cxx-freeres=no", "--log-fd=2"] + cmd, timeout=VALGRIND_TIMEOUT, cwd=cwd, env=env)
-    kinds = {}
-    for m in re.finditer(r"(definitely lost|indirectly lost|possibly lost|still reachable): "
-                         r"([\d,]+) bytes in ([\d,]+) blocks", r.err):
-        kinds[VG_WORDS[m.group(1)]] = (int(m.group(2).replace(",", "")), int(m.group(3).replace(",", "")))
-    if "All heap blocks were freed" in r.err:
-        kinds = {k: (0, 0) for k in KINDS}
-    for k in KINDS:
-        kinds.setdefault(k, (0, 0))  # memcheck leaves out a kind it has nothing of
-    return kinds if "HEAP SUMMARY" in r.err else None, r
+    return kinds_in(r.err), r
 
 
 def our_kinds(ck, label, cmd, cwd, env, tmp):

@@ -273,7 +273,27 @@ TEST_F(HeapReports, AtIgnoresBlocksLeftBehindByAnEarlierExec) {
   ReportOptions o;
   o.at = *parse_when("#5");
   EXPECT_EQ(run("leaks", o, {t}).substr(0, 36), "9 bytes in 1 block live at #5 (1 gro");
-  EXPECT_EQ(run("leaks", {}, {t}).substr(0, 34), "16 bytes in 2 blocks leaked (1 gro");
+  EXPECT_EQ(run("leaks", {}, {t}).substr(0, 32), "9 bytes in 1 block leaked (1 gro");
+}
+
+// The exec discards the first image's 100 bytes: the new image's peak (110 bytes) is
+// the process's, and only its blocks are leaked.
+TEST_F(HeapReports, ExecDiscardsTheHeap) {
+  std::string t = write_trace("x.trace",
+                              "3 300 2000 alloc function=\"malloc\" size=100 address=0xa0 frames=[0x1000]\n"
+                              "4 300 3000 exec exe=\"/bin/y\"\n"
+                              "5 300 4000 alloc function=\"malloc\" size=60 address=0xb0 frames=[0x2000]\n"
+                              "6 300 5000 alloc function=\"malloc\" size=50 address=0xc0 frames=[0x3000]\n"
+                              "7 300 6000 exit status=0\n");
+  std::string p = run("peak", {}, {t});
+  EXPECT_NE(p.find("): peak heap 110 bytes in 2 blocks at 4.000 us (event #6;"), std::string::npos) << p;
+  EXPECT_EQ(run("leaks", {}, {t}).substr(0, 34), "110 bytes in 2 blocks leaked (2 gr");
+  std::string a = run("allocators", {}, {t});
+  EXPECT_NE(a.find("\n1 allocation of 100 bytes by malloc\n"), std::string::npos) << a;
+  ReportOptions json;
+  json.json = true;
+  std::string h = run("histogram", json, {t});
+  EXPECT_NE(h.find("\"leaked_blocks\": 2"), std::string::npos) << h;
 }
 
 TEST_F(HeapReports, TemporaryIsPerThread) {
