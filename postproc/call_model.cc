@@ -20,13 +20,14 @@ CallModel::ThreadState& CallModel::thread(int64_t tid) {
 }
 
 void CallModel::close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t retval, std::optional<uint64_t> fretval,
-                          std::string_view reason, bool implicit) {
+                          std::string_view reason, bool implicit, std::optional<std::string_view> retstr) {
   Activation& a = t.stack.back();
   ActivationEnd end;
   end.kind = kind;
   end.ts = ts;
   end.retval = retval;
   end.fretval = fretval;
+  end.retstr = retstr;
   end.reason = reason;
   end.implicit = implicit;
   end.inclusive_ns = ts >= a.call_ts ? ts - a.call_ts : 0;
@@ -92,7 +93,7 @@ void CallModel::on_end(const TraceRecord& r, EndKind kind) {
   }
   if (kind == EndKind::kReturn) {
     const schema::ReturnRecord ret = schema::ReturnRecord::read(r);
-    close_top(t, kind, r.ts_ns, ret.retval, ret.fretval, {}, false);
+    close_top(t, kind, r.ts_ns, ret.retval, ret.fretval, {}, false, ret.retstr);
   } else {
     close_top(t, kind, r.ts_ns, 0, std::nullopt, schema::UnwoundRecord::read(r).reason, false);
   }

@@ -57,6 +57,8 @@ struct ActivationEnd {
   uint64_t ts = 0;
   uint64_t retval = 0;        // kReturn
   std::optional<uint64_t> fretval;  // kReturn: the floating-point return register, if recorded
+  std::optional<std::string_view> retstr;  // kReturn: the string a char * return points to, if
+                                           // recorded; valid only during CallObserver::on_end
   std::string_view reason;    // kUnwound: "longjmp", "exception", "exit", or a model reason;
                               // valid only during CallObserver::on_end
   bool implicit = false;      // no record ended it: the model closed it
@@ -96,7 +98,7 @@ class CallModel {
   };
   ThreadState& thread(int64_t tid);
   void close_top(ThreadState& t, EndKind kind, uint64_t ts, uint64_t retval, std::optional<uint64_t> fretval,
-                 std::string_view reason, bool implicit);
+                 std::string_view reason, bool implicit, std::optional<std::string_view> retstr = std::nullopt);
   void close_all(ThreadState& t, uint64_t ts, std::string_view reason);
   void close_all_threads(uint64_t ts, std::string_view reason);
   void on_call(const TraceRecord& r);

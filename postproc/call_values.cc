@@ -50,6 +50,10 @@ void append_call_args(std::string& out, const Activation& a) {
 
 bool append_return_value(std::string& out, const Activation& a, const ActivationEnd& end) {
   if (end.kind != EndKind::kReturn) return false;
+  if (end.retstr) {  // a char * return, read at the return
+    append_quoted(out, *end.retstr);
+    return true;
+  }
   std::optional<ValueTypes> types;
   if (a.types) types = parse_value_types(*a.types);
   if (!types) {

@@ -102,6 +102,10 @@ def main():
         ck.check("i4=O_flags" in text and "i4=LC_category" in text, f"no symbolic sets in types\n{text[-2000:]}")
         tree = h.run([h.postproc(), "tree"] + [os.path.join(out, f) for f in os.listdir(out)])
         ck.check('open("/etc/hostname", O_RDONLY) = 3' in tree.out, f"tree lacks the flags\n{tree.out}")
+        # A char * return shows as the string the trace holds for it (checked against
+        # ltrace above), not as an address.
+        for m in re.finditer(r'function="setlocale".*?retstr="([^"]*)"', text):
+            ck.check(f'= "{m.group(1)}"' in tree.out, f'tree does not show setlocale\'s "{m.group(1)}"\n{tree.out}')
 
         # A bad prototype file: one line naming FILE:LINE, non-zero status, the program not run.
         bad = os.path.join(tmp, "bad.protos")
