@@ -25,6 +25,15 @@ some), so the old image's heap is really there to be dropped.
   bash -c 'x=$(echo a); exec launcher leak_kinds'      two execs
   launcher python3 -c ...                              a real interpreter
 
+One block may differ in kind for a reason outside the tracer: glibc's
+dl-find_object.c keeps only a pointer aligned up to 64 bytes into its malloc'd
+segment, so the block is "possibly lost" when malloc's address is not a multiple
+of 64 and "still reachable" when it is, and valgrind's allocator places blocks
+elsewhere than glibc's. A block we call possibly lost is counted as valgrind's
+still reachable when valgrind has a still-reachable record of the same size from
+the same source line and our block's start is not 64-aligned (and the other way
+round when ours is 64-aligned and valgrind's is possibly lost); the test says so.
+
 Skips (status 77) when valgrind is not installed.
 """
 
@@ -87,6 +96,45 @@ def live_at_last_exec(records):
     return execs, at_exec
 
 
+VG_KIND = {"possible": "possibly lost", "reachable": "still reachable"}
+
+
+def vg_sites(text, words):
+    """{(bytes, blocks): [stack text]} of valgrind's loss records of one kind."""
+    sites = {}
+    for m in re.finditer(rf"==\d+== ([\d,]+) bytes in ([\d,]+) blocks are {words} in loss record[^\n]*\n"
+                         r"((?:==\d+==    (?:at|by) [^\n]*\n)+)", text):
+        key = (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", "")))
+        sites.setdefault(key, []).append(m.group(3))
+    return sites
+
+
+def aligned_up_moves(doc, records, vtext):
+    """Our groups that valgrind puts on the other side of possibly lost / still
+    reachable because its allocator aligned the block differently (see the module's
+    doc): {our kind: (bytes, blocks)} to move to the other kind."""
+    starts = {r.get("address"): r for r in records if r.get("type") == "alloc"}
+    moves = {}
+    for ours, theirs in (("possible", "reachable"), ("reachable", "possible")):
+        addresses = {r.get("address") for r in records if r.get("type") == "leak" and r.get("kind") == ours}
+        sites = vg_sites(vtext, VG_KIND[theirs])
+        moved = [0, 0]
+        for g in doc["groups"]:
+            if g.get("kind") != ours:
+                continue
+            lines = {f"{os.path.basename(f['file'])}:{f['line']}" for f in g.get("frames", []) if f.get("file")}
+            same_site = any(line in stack for line in lines for stack in sites.get((g["bytes"], g["blocks"]), []))
+            addrs = [int(a, 16) for a in addresses
+                     if a in starts and int(starts[a].get("size", -1)) * g["blocks"] == g["bytes"]]
+            # Possibly lost here: the start is not 64-aligned; reachable here: it is.
+            explained = addrs and all((a % 64 != 0) == (ours == "possible") for a in addrs)
+            if same_site and explained:
+                moved[0] += g["bytes"]
+                moved[1] += g["blocks"]
+        moves[ours] = tuple(moved)
+    return moves
+
+
 def check_chain(ck, label, cmd, execs_wanted, env, tmp):
     tag = re.sub(r"[^A-Za-z0-9]+", "_", label)
     vgdir = os.path.join(tmp, tag + ".vg")
@@ -114,6 +162,18 @@ def check_chain(ck, label, cmd, execs_wanted, env, tmp):
           f"kinds {kinds}\n{' ' * len(label)}  memtrace leaked {(doc['leaked_bytes'], doc['leaked_blocks'])}, "
           f"kinds {ours}")
     ck.check_eq((doc["leaked_bytes"], doc["leaked_blocks"]), in_use, f"{label}: leaked vs valgrind's in use at exit")
+    if ours:
+        key = {"possible": "possibly_lost", "reachable": "still_reachable"}
+        for kind, (nbytes, nblocks) in aligned_up_moves(doc, records, vtext).items():
+            if nblocks == 0:
+                continue
+            other = "reachable" if kind == "possible" else "possible"
+            print(f"{label}: {nbytes} bytes in {nblocks} blocks {VG_KIND[kind]} here, {VG_KIND[other]} under "
+                  f"valgrind (same site; a pointer aligned up into a block the allocators placed differently)")
+            b, n = ours[key[kind]]
+            ours[key[kind]] = (b - nbytes, n - nblocks)
+            b, n = ours[key[other]]
+            ours[key[other]] = (b + nbytes, n + nblocks)
     ck.check_eq(ours, kinds, f"{label}: leak kinds vs valgrind")
     hist = json.loads(h.run_postproc(["histogram", "--json"] + files).out)
     ck.check_eq(hist["leaked_blocks"], in_use[1], f"{label}: histogram leaked_blocks vs valgrind")
