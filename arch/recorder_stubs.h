@@ -43,6 +43,14 @@ struct RecorderStubs {
   RecorderCode (*entry_trampoline)(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
                                    std::span<const uint8_t> window, uint64_t resume);
   RecorderCode (*return_stub)(uint64_t region, uint64_t return_fn);
+  // Stepping a thread through the stubs (a detach): an instruction that pushes or pops
+  // the flags is not stepped but done by hand. Stepped, a push would save the step's
+  // trap flag, and the kernel takes a stepped pop as the program's own setting of the
+  // trap flag, which it then leaves on after the detach. Returns the instruction's
+  // length when `code` starts with one (push: +1 in `dir`, pop: -1), else 0.
+  size_t (*flags_transfer)(std::span<const uint8_t> code, int& dir);
+  int flags_reg;       // the flags register (Registers::get/set)
+  uint64_t trap_flag;  // its single-step bit
   // The largest entry trampoline without its window.
   size_t entry_overhead;
 };

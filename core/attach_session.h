@@ -45,6 +45,9 @@ class AttachSession {
     virtual void resume_stopped(Thread& t) = 0;
     // A stop that came while detaching (see Tracer::collect_for_detach).
     virtual void dispatch(pid_t tid, int status) = 0;
+    // Every thread of p is stopped, about to be let go of: what the engine put into
+    // the process through injected calls is taken back.
+    virtual void before_detach(Process& p) = 0;
 
    protected:
     ~Engine() = default;

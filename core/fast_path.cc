@@ -39,6 +39,9 @@ constexpr size_t kHoldScanBytes = 8192;
 // Past the entry, how far a patch's window can reach (an endbr64, and whole
 // instructions over an absolute jump).
 constexpr uint64_t kWindowReach = 64;
+// Instructions a thread is stepped through at most to leave the recorder's code at a
+// detach (a walk of 48 frames: a few thousand).
+constexpr uint64_t kMaxSettleSteps = 200000;
 
 bool failed(const Result<uint64_t>& rc) { return !rc || *rc > static_cast<uint64_t>(-4096); }
 
@@ -527,6 +530,92 @@ void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
     return;
   }
   update_unwind(child);
+}
+
+void FastPath::settle_for_detach(Process& p) {
+  RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || !rs.rings || rs.borrowed) return;
+  ft_rec_header* h = rs.header();
+  // New entries pass from now on; a thread that decided otherwise before is stepped.
+  __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
+  auto site_of = [&](RemoteAddr pc) -> const EntryPatchSite* {
+    for (const EntryPatchSite& s : rs.patches)
+      if (pc >= s.trampoline && pc <= s.slow_trap) return &s;
+    return nullptr;
+  };
+  for (auto& [tid, t] : p.threads()) {
+    if (!t->stopped || t->group_stop || t->exit_seen) continue;
+    auto regs = ptrace::get_regs(tid);
+    uint64_t steps = 0;
+    while (regs) {
+      RemoteAddr pc = regs->ip();
+      const EntryPatchSite* site = site_of(pc);
+      bool in_stub = pc >= rs.return_stub && pc <= rs.signal_trap;
+      if (!site && !in_stub && !rs.in_recorder_code(pc)) break;
+      bool moved = false;
+      if (site && pc == site->slow_trap) {
+        // The stop path's trap, not taken: on to the relocated instructions.
+        auto bp = p.space.breakpoints.find(site->slow_trap);
+        if (bp == p.space.breakpoints.end()) break;
+        regs->set_ip(bp->second.slot);
+        moved = true;
+      } else if (pc == rs.return_trap) {
+        // A return the recorder left to the stop path: to its real return address.
+        RemoteAddr real = take_recorded_return(*t, regs->sp() - 8);
+        if (real.null()) break;
+        regs->set_ip(real);
+        moved = true;
+      } else if (pc == rs.signal_trap && !t->held_at.null()) {
+        for (const siginfo_t& si : take_held(*t, *regs)) requeue_signal(p.pid(), tid, si);
+        moved = true;
+      }
+      uint8_t insn[1] = {};
+      int dir = 0;
+      const arch::RecorderStubs& stubs = *arch::host().recorder;
+      size_t len = !moved && p.mem().read_exact(pc, insn) ? stubs.flags_transfer(std::span<const uint8_t>(insn), dir) : 0;
+      if (len) {
+        // Done by hand (see flags_transfer): the flags without the step's trap flag.
+        uint64_t flags = regs->get(stubs.flags_reg) & ~stubs.trap_flag;
+        if (dir > 0) {
+          regs->set_sp(regs->sp() - 8);
+          if (!p.mem().write_u64(regs->sp(), flags)) break;
+        } else {
+          auto v = p.mem().read_u64(regs->sp());
+          if (!v) break;
+          regs->set(stubs.flags_reg, (*v & ~stubs.trap_flag));
+          regs->set_sp(regs->sp() + 8);
+        }
+        regs->set_ip(pc + static_cast<int64_t>(len));
+        moved = true;
+      }
+      if (moved) {
+        if (!ptrace::set_regs(tid, *regs)) break;
+        continue;
+      }
+      if (++steps > kMaxSettleSteps) {
+        log::warn("thread {}: still in the recorder's code after {} steps: it may trap after the detach", tid, steps);
+        break;
+      }
+      regs = injector_.step(*t);
+    }
+    if (steps) FT_DEBUG("thread {}: stepped {} instructions out of the recorder's code", tid, steps);
+  }
+}
+
+RemoteAddr FastPath::take_recorded_return(Thread& t, RemoteAddr slot) {
+  RecorderSpace& rs = t.process->space.recorder;
+  if (t.rec_ring >= 0) {
+    ft_rec_ring* r = ft_rec_ring_at(rs.header(), static_cast<uint64_t>(t.rec_ring));
+    ft_rec_frame* frames = ft_rec_frames(rs.header(), static_cast<uint64_t>(t.rec_ring));
+    for (uint64_t k = std::min<uint64_t>(r->depth, FT_REC_MAX_FRAMES); k > 0; --k)
+      if (frames[k - 1].slot == slot.value()) {
+        r->depth = k - 1;
+        return RemoteAddr(frames[k - 1].real_ret);
+      }
+  }
+  for (const ShadowFrame& f : t.stack.frames())
+    if (f.slot == slot && f.recorded && !f.tail) return f.real_ret;
+  return RemoteAddr();
 }
 
 void FastPath::remove(Process& p) {

@@ -103,6 +103,13 @@ class FastPath {
   void release(Thread& t);
   // A followed fork child at its first stop: its own region, where its parent's was.
   void set_up_child(Process& child, Thread& t, Registers& regs);
+  // The real return address of t's recorded call whose return address was at slot
+  // (popped from the ring's frames with those above it), or null.
+  static RemoteAddr take_recorded_return(Thread& t, RemoteAddr slot);
+  // Detach, every thread of p stopped: recording off, and a thread inside a
+  // trampoline, the recorder or the return stub is stepped until it is out (or put
+  // past the trap it was about to take), so that nothing traps once it runs alone.
+  void settle_for_detach(Process& p);
   // Takes everything out (detach, an unfollowed child): the entries' original bytes,
   // recording off. Hooked return addresses are the shadow stacks' (instrumentation.cc).
   static void remove(Process& p);

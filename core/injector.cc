@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "arch/arch.h"
+#include "core/fast_path.h"
 #include "core/ptrace.h"
 #include "core/tracee_guards.h"
 #include "core/wait_status.h"
@@ -69,6 +70,27 @@ Status Injector::settle_after_exec(Thread& t, Registers& regs) {
   regs = *after;
   regs.set_ip(ip);
   return ptrace::set_regs(t.tid, regs);
+}
+
+Result<Registers> Injector::step(Thread& t) {
+  for (int tries = 0; tries < 16; ++tries) {
+    if (auto s = ptrace::singlestep(t.tid); !s) return s.error();
+    auto stop = stops_.wait_thread(t.tid);
+    if (!stop) return stop.error();
+    WaitStatus ws = WaitStatus::classify(stop->status);
+    if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
+      stops_.defer(*stop);
+      return Error::msg("the thread ended while functracer stepped it");
+    }
+    if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) return ptrace::get_regs(t.tid);
+    if (ws.kind != WaitStatus::Kind::SignalStop) continue;
+    if (!t.held_signal) {
+      t.held_signal = ws.signal;
+    } else if (auto si = ptrace::siginfo(t.tid)) {
+      FastPath::requeue_signal(t.process->pid(), t.tid, *si);  // delivered after the detach
+    }
+  }
+  return Error::msg("signals kept coming while functracer stepped the thread");
 }
 
 Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {

@@ -43,6 +43,10 @@ class Injector {
   // there, with the pc on the entry point.
   Status settle_after_exec(Thread& t, Registers& regs);
 
+  // Runs one instruction of t; its registers after it. A signal that comes instead is
+  // held (t.held_signal) and the step taken again; an exit is left for the main loop.
+  Result<Registers> step(Thread& t);
+
   // Resumes t until it traps with its pc at expect_ip (see the header comment).
   Result<Registers> run_to_trap(Thread& t, RemoteAddr expect_ip);
 

@@ -15,6 +15,7 @@ const char* request_name(__ptrace_request req) {
     case PTRACE_SEIZE: return "SEIZE";
     case PTRACE_SETOPTIONS: return "SETOPTIONS";
     case PTRACE_CONT: return "CONT";
+    case PTRACE_SINGLESTEP: return "SINGLESTEP";
     case PTRACE_LISTEN: return "LISTEN";
     case PTRACE_DETACH: return "DETACH";
     case PTRACE_INTERRUPT: return "INTERRUPT";
@@ -50,6 +51,7 @@ Status seize(pid_t tid, unsigned long options) { return request(PTRACE_SEIZE, ti
 Status set_options(pid_t tid, unsigned long options) {
   return request(PTRACE_SETOPTIONS, tid, nullptr, as_data(options));
 }
+Status singlestep(pid_t tid) { return request(PTRACE_SINGLESTEP, tid, nullptr, nullptr); }
 Status cont(pid_t tid, int sig) { return request(PTRACE_CONT, tid, nullptr, as_data(static_cast<unsigned>(sig))); }
 Status syscall(pid_t tid, int sig) {
   return request(PTRACE_SYSCALL, tid, nullptr, as_data(static_cast<unsigned>(sig)));

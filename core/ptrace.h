@@ -27,6 +27,7 @@ Status set_options(pid_t tid, unsigned long options);
 Status cont(pid_t tid, int sig = 0);
 // PTRACE_SYSCALL: continue, stopping at the next system call entry or exit.
 Status syscall(pid_t tid, int sig = 0);
+Status singlestep(pid_t tid);
 Status listen(pid_t tid);
 Status detach(pid_t tid, int sig = 0);
 Status interrupt(pid_t tid);

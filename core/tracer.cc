@@ -170,6 +170,12 @@ void Tracer::handle_status(pid_t tid, int status) {
   WaitStatus ws = WaitStatus::classify(status);
   Thread* t = procs_.thread(tid);
   if (!t) {
+    // The exit stop of a thread whose process functracer has already let go of (its
+    // leader's end was handled first): it only waits to be let through.
+    if (WIFSTOPPED(status) && (status >> 8) == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
+      (void)ptrace::cont(tid, 0);
+      return;
+    }
     if (WIFSTOPPED(status)) stops_.hold_early({tid, status});  // its creation event comes next
     return;
   }
@@ -596,8 +602,15 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
           if (!returns_.finish_return(*t, *regs))
             log::error("thread {} returned through the trampoline with no matching frame", tid);
           (void)ptrace::set_regs(tid, *regs);
-        } else if (p.space.breakpoints.count(at)) {
-          regs->set_ip(at);  // runs the original instruction once it is back
+        } else if (auto bp = p.space.breakpoints.find(at); bp != p.space.breakpoints.end()) {
+          // Runs the original instruction once it is back; a trampoline's trap (it stays
+          // in the trampoline) goes on to the relocated instructions.
+          regs->set_ip(bp->second.entry.null() ? at : bp->second.slot);
+          (void)ptrace::set_regs(tid, *regs);
+        } else if (RemoteAddr real = FastPath::is_return_trap(p, at) ? FastPath::take_recorded_return(*t, regs->sp() - 8)
+                                                                       : RemoteAddr();
+                   !real.null()) {
+          regs->set_ip(real);  // a return the recorder left to the stop path
           (void)ptrace::set_regs(tid, *regs);
         } else if (FastPath::is_signal_trap(p, at) && !t->held_at.null()) {
           for (const siginfo_t& si : FastPath::take_held(*t, *regs)) FastPath::requeue_signal(p.pid(), tid, si);

@@ -151,6 +151,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   Status set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) override;
   void resume_stopped(Thread& t) override { resume(t); }
   void dispatch(pid_t tid, int status) override { handle_status(tid, status); }
+  void before_detach(Process& p) override { fast_path_.settle_for_detach(p); }
   // A stop while detaching: the thread is left stopped, put where it can run on.
   void collect_for_detach(Thread& t, const WaitStatus& ws);
 

@@ -119,8 +119,16 @@ RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
   return {e.take(), 0, slow, after_call};
 }
 
+size_t flags_transfer(std::span<const uint8_t> code, int& dir) {
+  if (code.empty()) return 0;
+  if (code[0] == 0x9c) dir = 1;        // pushfq
+  else if (code[0] == 0x9d) dir = -1;  // popfq
+  else return 0;
+  return 1;
+}
+
 }  // namespace
 
-const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, 144};
+const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, flags_transfer, 49, 0x100, 144};
 
 }  // namespace ft::arch

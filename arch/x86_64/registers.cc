@@ -29,6 +29,7 @@ auto field(Regs& r, int reg) -> decltype(&r.rax) {
     case 14: return &r.r14;
     case 15: return &r.r15;
     case 16: return &r.rip;
+    case 49: return &r.eflags;  // rFLAGS
     case arch::kX86_64OrigRax: return &r.orig_rax;
     default: return nullptr;
   }
