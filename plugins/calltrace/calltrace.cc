@@ -162,6 +162,10 @@ void add_exe_patterns(const std::string& globs) {
 
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE | FT_TRACE_PARAMS;
+  if (sym->is_plt && sym->is_main_program) {
+    std::string_view stub = sym->name;
+    if (stub.size() > 4 && stub.substr(stub.size() - 4) == "@plt") state.aliases.imported(std::string(stub.substr(0, stub.size() - 4)));
+  }
   if (state.patterns.empty()) {
     if (!sym->is_main_program || sym->is_plt || compiler_generated(sym->name)) return 0;
     state.aliases.offer(sym->module, sym->address, sym->name);
