@@ -102,7 +102,8 @@ typedef struct ft_function {
   /* The parameters (from DWARF or a prototype, see FT_TRACE_PARAMS), in declaration order, with the register the calling
    * convention puts each in (a struct returned in memory adds its hidden pointer
    * first; the list stops at a parameter whose registers cannot be known, such as a
-   * struct passed by value, or one passed on the stack). */
+   * struct passed by value other than those of param_members' register form, or one
+   * passed on the stack). */
   int nparams;                       /* -1: unknown (no DWARF, or FT_TRACE_PARAMS not asked) */
   const enum ft_param_kind *params;  /* nparams entries */
   const uint8_t *param_sizes;        /* nparams entries: bytes (8 when unknown) */
