@@ -32,7 +32,15 @@ ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return,
     if (p.kind == ValueKind::Other || p.kind == ValueKind::Void) break;
     ArgLocation a = location_of(p);
     a.param = static_cast<int16_t>(i);
-    if (p.kind == ValueKind::Float) {
+    if (p.kind == ValueKind::IntAggregate) {
+      // Its eightbytes in consecutive integer registers, or all of it on the stack.
+      if (p.size <= 0 || p.size > 16) break;
+      int regs = (p.size + 7) / 8;
+      if (next_int + regs > kIntArgRegisters) break;
+      a.size = static_cast<uint8_t>(p.size);
+      a.reg = static_cast<int8_t>(next_int);
+      next_int += regs;
+    } else if (p.kind == ValueKind::Float) {
       if (next_fp == fp_registers) break;
       a.reg = static_cast<int8_t>(kFpArgRegister0 + next_fp++);
     } else {

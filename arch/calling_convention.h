@@ -18,6 +18,8 @@ enum class ValueKind : uint8_t {
   String,    // a pointer to char
   Float,     // float, double
   Other,     // aggregates and anything else DWARF describes
+  IntAggregate,  // a structure of at most 16 bytes without floating-point members:
+                 // one or two integer registers (both conventions)
   Void,      // return type only
 };
 
@@ -38,7 +40,8 @@ inline constexpr int kIntArgRegisters = 6;  // integer argument registers functr
 
 struct ArgLocation {
   ValueKind kind = ValueKind::Unsigned;
-  uint8_t size = 8;  // bytes of the register that hold the value (1..8)
+  uint8_t size = 8;  // bytes of the register that hold the value (1..8; an IntAggregate's
+                     // size, up to 16, from register `reg` on)
   int8_t reg = 0;
   int16_t param = -1;  // the parameter's index in FunctionType::params; -1: a hidden one
 };
@@ -53,13 +56,14 @@ struct ArgRegisters {
 // float/double take xmm0..xmm7 in order; a struct returned in memory (larger than two
 // eightbytes) passes its address in rdi first. Structs passed by value may take one or
 // two integer registers or none (their classification needs their layout), so the
-// list stops at the first one, and at the first parameter passed on the stack.
+// list stops at the first one whose class is not known to be INTEGER (IntAggregate
+// takes one or two registers), and at the first parameter passed on the stack.
 ArgRegisters arg_registers_x86_64(const FunctionType& fn);
 
 // AArch64 AAPCS64: integers and pointers take x0..x7 (functracer reads x0..x5), float
 // and double v0..v7; a struct returned in memory passes its address in x8, which is
 // not an argument register, so the arguments start at x0 all the same. Structs passed
-// by value stop the list as on x86-64.
+// by value stop the list as on x86-64 but for IntAggregate, in x registers as well.
 ArgRegisters arg_registers_aarch64(const FunctionType& fn);
 
 // What both conventions share, for arch/<arch>/calling_convention.cc: parameters in

@@ -107,6 +107,9 @@ struct FunctionInfo {
   int ret_kind = -1;
   unsigned ret_size = 8;
   std::vector<const char*> param_labels, param_formats;  // static strings (RegisterArg)
+  // RegisterArg::members, kept where moving the FunctionInfo does not move them.
+  std::vector<std::shared_ptr<const std::string>> member_texts;
+  std::vector<const char*> param_members;
   // A function whose return is a string has its returns stop, so the plugins' ret
   // callbacks can read the string (FT_TRACE_RETURN_VALUE, plugin.h).
   void set_signature(const RegisterSignature& rs) {
@@ -116,6 +119,8 @@ struct FunctionInfo {
       param_regs.push_back(a.reg);
       param_labels.push_back(a.label);
       param_formats.push_back(a.format);
+      member_texts.push_back(std::make_shared<const std::string>(a.members));
+      param_members.push_back(member_texts.back()->c_str());
     }
     nparams = static_cast<int>(params.size());
     ret_kind = rs.ret_kind;
@@ -128,7 +133,8 @@ struct FunctionInfo {
                        param_sizes.empty() ? nullptr : param_sizes.data(),
                        param_regs.empty() ? nullptr : param_regs.data(), ret_kind, ret_size,
                        param_labels.empty() ? nullptr : param_labels.data(),
-                       param_formats.empty() ? nullptr : param_formats.data()};
+                       param_formats.empty() ? nullptr : param_formats.data(),
+                       param_members.empty() ? nullptr : param_members.data()};
   }
 
 };

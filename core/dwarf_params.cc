@@ -133,21 +133,186 @@ ParamInfo::Kind classify_type(Dwarf_Die* type_die, bool* is_signed) {
   }
 }
 
+std::string name_of(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+  return name != nullptr ? name : "";
+}
+
+// --- Structure members, one level deep (ParamInfo::members) ---
+
+constexpr int kMaxMembers = 16;  // members described; more end the list with "..."
+
+bool is_aggregate(Dwarf_Die* type) {
+  int tag = dwarf_tag(type);
+  return tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_union_type;
+}
+
+bool flag(Dwarf_Die* die, unsigned name) {
+  Dwarf_Attribute attr;
+  bool v = false;
+  return dwarf_attr_integrate(die, name, &attr) != nullptr && dwarf_formflag(&attr, &v) == 0 && v;
+}
+
+// The byte offset of a data member; false for static members, bit-fields and
+// locations given as expressions (virtual bases).
+bool member_offset(Dwarf_Die* member, Dwarf_Word* off) {
+  if (dwarf_hasattr(member, DW_AT_bit_size) || dwarf_hasattr(member, DW_AT_data_bit_offset)) return false;
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(member, DW_AT_data_member_location, &attr) == nullptr) {
+    *off = 0;  // a union's members
+    return !dwarf_hasattr(member, DW_AT_external) && !flag(member, DW_AT_declaration);
+  }
+  return dwarf_formudata(&attr, off) == 0;
+}
+
+// The offset of the data member `name` of an aggregate, or -1.
+long offset_of(Dwarf_Die* type, std::string_view name) {
+  Dwarf_Die child;
+  if (dwarf_child(type, &child) != 0) return -1;
+  do {
+    Dwarf_Word off = 0;
+    if (dwarf_tag(&child) == DW_TAG_member && name_of(&child) == name && member_offset(&child, &off))
+      return static_cast<long>(off);
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return -1;
+}
+
+// libstdc++'s std::string (the C++11 ABI): the text pointer (_M_dataplus._M_p) at
+// offset 0, the length at offset 8.
+bool is_std_string(Dwarf_Die* type) {
+  if (dwarf_tag(type) != DW_TAG_class_type && dwarf_tag(type) != DW_TAG_structure_type) return false;
+  if (name_of(type).rfind("basic_string<char,", 0) != 0) return false;
+  return offset_of(type, "_M_dataplus") == 0 && offset_of(type, "_M_string_length") == 8;
+}
+
+// A member's code: i1..i8/u1..u8 integers, p pointer, s char *, f4/f8, cN an array of N
+// chars, S a std::string, o anything else (shown without its contents).
+std::string member_code(Dwarf_Die* member) {
+  Dwarf_Die type;
+  if (!type_of(member, &type)) return "o";
+  if (dwarf_tag(&type) == DW_TAG_array_type) {
+    Dwarf_Die elem, sub;
+    Dwarf_Word count = 0;
+    if (type_of(&type, &elem) && is_char(&elem) && dwarf_child(&type, &sub) == 0 &&
+        dwarf_tag(&sub) == DW_TAG_subrange_type && dwarf_aggregate_size(&type, &count) == 0 && count > 0)
+      return "c" + std::to_string(count);
+    return "o";
+  }
+  if (is_std_string(&type)) return "S";
+  bool is_signed = false;
+  int size = dwarf_bytesize(&type);
+  switch (classify_type(&type, &is_signed)) {
+    case ParamInfo::Kind::Integer:
+      if (size == 1 || size == 2 || size == 4 || size == 8) return (is_signed ? "i" : "u") + std::to_string(size);
+      return "o";
+    case ParamInfo::Kind::Pointer: return "p";
+    case ParamInfo::Kind::String: return "s";
+    case ParamInfo::Kind::Float: return size == 4 ? "f4" : "f8";
+    case ParamInfo::Kind::Other: return "o";
+  }
+  return "o";
+}
+
+// The members of an aggregate as "{name:code@offset;...}" (or "S" for a std::string);
+// *int_only: none of them is floating-point or of unknown class. False when DWARF has
+// no members for it (a declaration only, an empty class).
+bool struct_body(Dwarf_Die* type, std::string* out, bool* int_only) {
+  *int_only = true;
+  if (is_std_string(type)) {
+    *out = "S";
+    return true;
+  }
+  if (!is_aggregate(type) || flag(type, DW_AT_declaration)) return false;
+  std::string body = "{";
+  int n = 0;
+  Dwarf_Die child;
+  if (dwarf_child(type, &child) == 0) {
+    do {
+      Dwarf_Word off = 0;
+      if (dwarf_tag(&child) != DW_TAG_member || !member_offset(&child, &off)) continue;
+      std::string name = name_of(&child);
+      if (name.empty() || name.find_first_of(":;@{}") != std::string::npos) continue;
+      std::string code = member_code(&child);
+      if (code[0] == 'f' || code[0] == 'o' || code[0] == 'S') *int_only = false;
+      if (n == kMaxMembers) {
+        body += ";...";
+        break;
+      }
+      if (n++) body += ';';
+      body += name + ":" + code + "@" + std::to_string(off);
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  if (n == 0) return false;
+  *out = body + "}";
+  return true;
+}
+
+// A class the C++ ABI passes by invisible reference (a pointer to a copy): one with a
+// user-declared destructor or copy/move constructor. GCC does not emit
+// DW_AT_calling_convention, so the declarations tell.
+bool passed_by_reference(Dwarf_Die* type) {
+  if (dwarf_tag(type) != DW_TAG_class_type && dwarf_tag(type) != DW_TAG_structure_type) return false;
+  std::string cls = name_of(type);
+  cls = cls.substr(0, cls.find('<'));
+  Dwarf_Die child;
+  if (dwarf_child(type, &child) != 0) return false;
+  do {
+    if (dwarf_tag(&child) != DW_TAG_subprogram || flag(&child, DW_AT_artificial)) continue;
+    std::string name = name_of(&child);
+    if (!name.empty() && name[0] == '~') return true;
+    if (name != cls) continue;
+    Dwarf_Die param, ptype;
+    int explicit_params = 0;
+    bool reference = false;
+    if (dwarf_child(&child, &param) == 0) {
+      do {
+        if (dwarf_tag(&param) != DW_TAG_formal_parameter || flag(&param, DW_AT_artificial)) continue;
+        ++explicit_params;
+        Dwarf_Attribute attr;
+        if (dwarf_attr_integrate(&param, DW_AT_type, &attr) != nullptr && dwarf_formref_die(&attr, &ptype) != nullptr) {
+          int tag = dwarf_tag(&ptype);
+          reference = tag == DW_TAG_reference_type || tag == DW_TAG_rvalue_reference_type;
+        }
+      } while (dwarf_siblingof(&param, &param) == 0);
+    }
+    if (explicit_params == 1 && reference) return true;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
+}
+
+// The structure a parameter of type `type` (peeled) is or points to.
+void describe_members(Dwarf_Die* type, ParamInfo* out) {
+  bool int_only = false;
+  std::string body;
+  int tag = dwarf_tag(type);
+  if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type || tag == DW_TAG_rvalue_reference_type) {
+    Dwarf_Die pointee;
+    if (type_of(type, &pointee) && struct_body(&pointee, &body, &int_only)) out->members = "*" + body;
+    return;
+  }
+  if (!struct_body(type, &body, &int_only)) return;
+  if (passed_by_reference(type)) {
+    out->kind = ParamInfo::Kind::Pointer;
+    out->size = 8;
+    out->members = "^" + body;
+  } else if (out->size > 0 && out->size <= 16 && int_only && tag != DW_TAG_union_type) {
+    out->int_aggregate = true;
+    out->members = body;
+  }
+}
+
 // Fills kind, size and signedness from the DW_AT_type of `die` (a parameter or a
-// subprogram); false when it has none (void).
-bool describe_type(Dwarf_Die* die, ParamInfo* out) {
+// subprogram); false when it has none (void). With `members`, the structure it is or
+// points to too.
+bool describe_type(Dwarf_Die* die, ParamInfo* out, bool members = false) {
   Dwarf_Die type;
   if (!type_of(die, &type)) return false;
   out->kind = classify_type(&type, &out->is_signed);
   out->size = dwarf_bytesize(&type);
   if (out->size < 0 && (out->kind == ParamInfo::Kind::Pointer || out->kind == ParamInfo::Kind::String)) out->size = 8;
+  if (members) describe_members(&type, out);
   return true;
-}
-
-std::string name_of(Dwarf_Die* die) {
-  Dwarf_Attribute attr;
-  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  return name != nullptr ? name : "";
 }
 
 // Entry address of a subprogram: DW_AT_entry_pc, DW_AT_low_pc, or the first range.
@@ -335,7 +500,7 @@ std::optional<Signature> DwarfParams::signature(uint64_t link_addr) {
       if (dwarf_tag(&child) != DW_TAG_formal_parameter) continue;
       ParamInfo p;
       p.name = name_of(&child);
-      if (!describe_type(&child, &p)) p.kind = ParamInfo::Kind::Other;
+      if (!describe_type(&child, &p, true)) p.kind = ParamInfo::Kind::Other;
       sig.params.push_back(std::move(p));
     } while (dwarf_siblingof(&child, &child) == 0);
   }

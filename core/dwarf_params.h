@@ -22,6 +22,13 @@ struct ParamInfo {
   bool is_signed = false;     // Integer: a signed type (or an enum)
   std::string format;         // Integer: the symbolic constants it holds
                               // (functracer/symbolic_values.h), "" for a plain number
+  // A structure the parameter is or points to, one level deep, in the grammar of
+  // ft_function.param_members (functracer/plugin.h): "*{x:i4@0;name:s@8}" for a
+  // pointer (or reference), "^{...}" for a class passed by invisible reference,
+  // "{...}" for a structure in registers, "*S" / "^S" for a std::string. "" else.
+  std::string members;
+  bool int_aggregate = false;  // Other: a structure of at most 16 bytes without
+                               // floating-point members (one or two integer registers)
 };
 
 struct Signature {

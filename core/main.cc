@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   if (!opts.library.empty()) host.set_option("library", opts.library);
   if (!opts.exe_audit.empty()) host.set_option("exe_audit", opts.exe_audit);
   if (opts.depth_limit >= 0) host.set_option("depth", std::to_string(opts.depth_limit));
+  if (opts.struct_depth >= 0) host.set_option("struct_depth", std::to_string(opts.struct_depth));
   if (opts.time_filter_ns) host.set_option("time_filter_ns", std::to_string(opts.time_filter_ns));
   if (opts.from_program) host.set_option("from_program", "1");
   for (const auto& p : opts.plugins)

@@ -20,7 +20,7 @@ bool parse_int(const char* s, long min, long max, long* out) {
   return true;
 }
 
-enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram };
+enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram, kStructDepth };
 
 // The option getopt stopped at, as the user typed it. `scanned` is the argument getopt
 // was looking at (optind before the call). argv[optind - 1] is not it: inside a group
@@ -82,6 +82,9 @@ Call log (calltrace; as in ltrace, strace and uftrace):
   -t, --timestamps          prefix each line with the time of day; -tt with
                             microseconds; -ttt as seconds since the epoch
   -s, --string-size=N       read at most N bytes of a string argument (256)
+      --struct-depth=N      show the members of structures passed by pointer, by
+                            value or as C++ `this`, and std::string text (DWARF);
+                            N is 0 (off, the default) or 1 (one level)
   -C, --demangle            C++ names demangled (the default)
       --no-demangle         names as in the symbol table
   -l, --library=LIB         trace the functions of the libraries whose path
@@ -141,6 +144,7 @@ Result<Options> parse_options(int argc, char** argv) {
       {"depth", required_argument, nullptr, 'D'},
       {"time-filter", required_argument, nullptr, kTimeFilter},
       {"from-program", no_argument, nullptr, kFromProgram},
+      {"struct-depth", required_argument, nullptr, kStructDepth},
       {"quiet", no_argument, nullptr, 'q'},
       {"debug", no_argument, nullptr, 'd'},
       {"version", no_argument, nullptr, 'V'},
@@ -207,6 +211,11 @@ Result<Options> parse_options(int argc, char** argv) {
           return usage_error(std::string("bad duration '") + optarg + "' (a number and a unit: 250us, 1.5ms, 2s)");
         break;
       case kFromProgram: o.from_program = true; break;
+      case kStructDepth:
+        if (!parse_int(optarg, 0, 1, &v))
+          return usage_error(std::string("bad structure depth '") + optarg + "' (0 or 1)");
+        o.struct_depth = static_cast<int>(v);
+        break;
       case 'q': o.quiet = true; break;
       case 'd': o.debug = true; break;
       case 'V': o.action = Options::Action::Version; return o;
@@ -223,7 +232,8 @@ Result<Options> parse_options(int argc, char** argv) {
   // -a names functions to trace, which is what calltrace does, as do the call log's
   // options; otherwise the heap.
   bool calls = !o.audit.empty() || !o.library.empty() || !o.exe_audit.empty() || o.summary || o.durations ||
-               o.timestamps || o.string_size >= 0 || o.depth_limit >= 0 || o.time_filter_ns || o.from_program;
+               o.timestamps || o.string_size >= 0 || o.depth_limit >= 0 || o.time_filter_ns || o.from_program ||
+               o.struct_depth >= 0;
   if (o.plugins.empty()) o.plugins.push_back(calls ? "calltrace" : "memtrace");
   return o;
 }

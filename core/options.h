@@ -36,6 +36,7 @@ struct Options {
   std::string library;               // -l LIB, repeatable, comma-separated
   std::string exe_audit;             // -x PATTERNS: the executable's own functions
   int depth_limit = -1;              // -D N; -1: no limit
+  int struct_depth = -1;             // --struct-depth=N; -1: not given (0)
   uint64_t time_filter_ns = 0;       // --time-filter DUR
   bool from_program = false;         // --from-program: only calls made from the executable
   std::vector<pid_t> attach;         // -p

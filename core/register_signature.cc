@@ -15,7 +15,7 @@ arch::ValueType value_type(const ParamInfo& p) {
     case ParamInfo::Kind::Pointer: v.kind = arch::ValueKind::Pointer; break;
     case ParamInfo::Kind::String: v.kind = arch::ValueKind::String; break;
     case ParamInfo::Kind::Float: v.kind = arch::ValueKind::Float; break;
-    case ParamInfo::Kind::Other: v.kind = arch::ValueKind::Other; break;
+    case ParamInfo::Kind::Other: v.kind = p.int_aggregate ? arch::ValueKind::IntAggregate : arch::ValueKind::Other; break;
   }
   return v;
 }
@@ -27,7 +27,8 @@ ft_param_kind param_kind(arch::ValueKind k) {
     case arch::ValueKind::Pointer: return FT_PARAM_POINTER;
     case arch::ValueKind::String: return FT_PARAM_STRING;
     case arch::ValueKind::Float: return FT_PARAM_FLOAT;
-    case arch::ValueKind::Other: return FT_PARAM_OTHER;
+    case arch::ValueKind::Other:
+    case arch::ValueKind::IntAggregate: return FT_PARAM_OTHER;
     case arch::ValueKind::Void: return FT_PARAM_VOID;
   }
   return FT_PARAM_OTHER;
@@ -48,11 +49,12 @@ RegisterSignature register_signature(const arch::Traits& arch, const Signature& 
   RegisterSignature out;
   out.args.reserve(regs.args.size());
   for (const arch::ArgLocation& a : regs.args) {
-    RegisterArg r{param_kind(a.kind), a.size, a.reg};
+    RegisterArg r{param_kind(a.kind), a.size, a.reg, "", "", {}};
     if (a.param >= 0 && static_cast<size_t>(a.param) < sig.params.size()) {
       const ParamInfo& p = sig.params[static_cast<size_t>(a.param)];
       if (p.name == "this") r.label = "this";
       if (const symbolic::Set* set = symbolic::find(p.format)) r.format = set->name;
+      r.members = p.members;
     }
     out.args.push_back(r);
   }

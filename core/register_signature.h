@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "arch/arch.h"
@@ -22,6 +23,7 @@ struct RegisterArg {
   // member's object pointer, the symbolic set an integer holds; "" for none.
   const char* label = "";
   const char* format = "";
+  std::string members;  // ft_function.param_members: the structure it is or points to
 };
 
 struct RegisterSignature {

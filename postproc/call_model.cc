@@ -65,6 +65,7 @@ void CallModel::on_call(const TraceRecord& r) {
   a.args.assign(call.args.begin(), call.args.end());
   for (size_t i = 0; i < kArgRegisters; ++i) {
     if (call.strings[i]) a.strings[i] = std::string(*call.strings[i]);
+    if (call.structs[i]) a.structs[i] = std::string(*call.structs[i]);
   }
   a.nargs = call.nargs;
   if (call.types) a.types = std::string(*call.types);

@@ -42,6 +42,7 @@ struct Activation {
   uint64_t call_ts = 0;
   HexList args;
   std::array<std::optional<std::string>, kArgRegisters> strings;  // str0..str5
+  std::array<std::optional<std::string>, kArgRegisters> structs;  // struct0..struct5, as shown
   std::optional<int64_t> nargs;
   std::optional<std::string> types;  // the call record's "types" field (value_types.h)
   HexList fargs;                     // floating-point argument registers, if recorded

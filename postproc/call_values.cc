@@ -11,40 +11,57 @@
 
 namespace ft::post {
 
-void append_call_args(std::string& out, const Activation& a) {
+std::vector<CallArg> call_args(const Activation& a) {
+  std::vector<CallArg> out;
   std::optional<ValueTypes> types;
   if (a.types) types = parse_value_types(*a.types);
   if (types) {
     size_t next_int = 0, next_fp = 0;
-    for (size_t i = 0; i < types->args.size(); ++i) {
-      if (i) out += ", ";
-      const ValueType& vt = types->args[i];
+    for (const ValueType& vt : types->args) {
+      CallArg arg;
+      arg.type = type_code(vt);
       if (vt.kind == 'f') {
         size_t reg = next_fp++;
-        out += reg < a.fargs.size() ? format_value(vt, a.fargs[reg]) : "?";
+        arg.value = reg < a.fargs.size() ? format_value(vt, a.fargs[reg]) : "?";
+        out.push_back(std::move(arg));
         continue;
       }
-      size_t reg = next_int++;
-      if (reg < a.strings.size() && a.strings[reg])
-        append_quoted(out, *a.strings[reg]);
+      size_t reg = next_int;
+      next_int += int_registers(vt);
+      if (reg < a.structs.size() && a.structs[reg])
+        arg.value = *a.structs[reg];
+      else if (reg < a.strings.size() && a.strings[reg])
+        append_quoted(arg.value, *a.strings[reg]);
       else if (reg < a.args.size())
-        out += format_value(vt, a.args[reg]);
+        arg.value = format_value(vt, a.args[reg]);
       else
-        out += '?';
+        arg.value = "?";
+      out.push_back(std::move(arg));
     }
-    return;
+    return out;
   }
   size_t count = a.args.size();
   if (a.nargs) count = static_cast<size_t>(std::clamp<int64_t>(*a.nargs, 0, kArgRegisters));
   for (size_t i = 0; i < count; ++i) {
-    if (i) out += ", ";
+    CallArg arg;
     if (i < a.strings.size() && a.strings[i]) {
-      append_quoted(out, *a.strings[i]);
+      append_quoted(arg.value, *a.strings[i]);
     } else if (i < a.args.size()) {
-      fmt::format_to(std::back_inserter(out), "{:#x}", a.args[i]);
+      arg.value = fmt::format("{:#x}", a.args[i]);
     } else {
-      out += '?';
+      arg.value = "?";
     }
+    out.push_back(std::move(arg));
+  }
+  return out;
+}
+
+void append_call_args(std::string& out, const Activation& a) {
+  bool first = true;
+  for (const CallArg& arg : call_args(a)) {
+    if (!first) out += ", ";
+    first = false;
+    out += arg.value;
   }
 }
 

@@ -170,6 +170,8 @@ class TreeObserver : public CallObserver {
 // tree --json (doc/functracer-postproc.1): the same tree as nested objects,
 //   {"processes": [{"pid": N, "threads": [{"tid": N, "calls": [CALL...]}]}]}
 //   CALL: {"function": short name, "name": as recorded, "args": "text as in the tree",
+//          "arglist": [{"value": "text of one argument", "type": "i4"}...] ("type" when
+//          the trace says),
 //          "start_ns": N, "calls": [CALL or {"note": "<signal SIGSEGV>"}...],
 //          "return": "text" or null, "unwound": reason (only when unwound),
 //          "duration_ns": N}
@@ -209,6 +211,19 @@ class TreeJsonObserver : public CallObserver {
     append_json_string(head, a.function);
     head += ", \"args\": ";
     append_json_string(head, args);
+    head += ", \"arglist\": [";
+    bool first = true;
+    for (const CallArg& arg : call_args(a)) {
+      head += first ? "{\"value\": " : ", {\"value\": ";
+      first = false;
+      append_json_string(head, arg.value);
+      if (!arg.type.empty()) {
+        head += ", \"type\": ";
+        append_json_string(head, arg.type);
+      }
+      head += '}';
+    }
+    head += ']';
     head += fmt::format(", \"start_ns\": {}, \"calls\": [", a.call_ts);
     t->open.push_back(Frame{std::move(head), {}});
   }

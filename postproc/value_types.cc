@@ -21,6 +21,16 @@ std::optional<ValueType> parse_one(std::string_view code) {
     t.kind = code[0];
     return t;
   }
+  if (code.size() == 3 && code[0] == 'o' && code[1] == '1' && code[2] >= '0' && code[2] <= '6') {
+    t.kind = 'o';
+    t.size = static_cast<unsigned>(10 + code[2] - '0');
+    return t;
+  }
+  if (code.size() == 2 && code[0] == 'o' && code[1] == '9') {
+    t.kind = 'o';
+    t.size = 9;
+    return t;
+  }
   if (code == "f4" || code == "f8") {
     t.kind = 'f';
     t.size = static_cast<unsigned>(code[1] - '0');
@@ -56,6 +66,16 @@ std::optional<ValueTypes> parse_value_types(std::string_view text) {
   }
   return out;
 }
+
+std::string type_code(const ValueType& type) {
+  std::string code(1, type.kind);
+  if (type.kind == 'i' || type.kind == 'u' || type.kind == 'f' || (type.kind == 'o' && type.size > 8))
+    code += std::to_string(type.size);
+  if (!type.format.empty()) code += "=" + type.format;
+  return code;
+}
+
+unsigned int_registers(const ValueType& type) { return type.kind == 'o' && type.size > 8 ? 2 : 1; }
 
 std::string format_value(const ValueType& type, uint64_t v) {
   if (type.kind == 'v') return {};

@@ -2,7 +2,8 @@
 // each argument register and the return register hold, so reports can show values as
 // the program sees them: "i4" a signed 4-byte integer, "u8" an unsigned one, "p" a
 // pointer, "s" a string pointer, "f4"/"f8" a float/double (in a floating-point
-// register), "o" something else, "v" no value (void return), "?" unknown; an integer
+// register), "o" something else ("o16": a structure of 9..16 bytes in two integer
+// registers), "v" no value (void return), "?" unknown; an integer
 // code may name the symbolic constants it holds ("i4=O_flags",
 // functracer/symbolic_values.h). Parameters
 // are listed in declaration order; each takes the next register of its class (the
@@ -35,6 +36,10 @@ struct ValueTypes {
 std::optional<ValueTypes> parse_value_types(std::string_view text);
 // The value as text: decimal for integers (sign-extended or truncated to the size),
 // hex otherwise; empty for "v".
+// The integer registers a parameter of this type takes (an "o16" structure two).
+unsigned int_registers(const ValueType& type);
+// The type's code as in the "types" field ("i4=O_flags", "o16", "s").
+std::string type_code(const ValueType& type);
 std::string format_value(const ValueType& type, uint64_t value);
 
 }  // namespace ft::post

@@ -102,7 +102,8 @@ typedef struct ft_function {
   /* The parameters (from DWARF or a prototype, see FT_TRACE_PARAMS), in declaration order, with the register the calling
    * convention puts each in (a struct returned in memory adds its hidden pointer
    * first; the list stops at a parameter whose registers cannot be known, such as a
-   * struct passed by value, or one passed on the stack). */
+   * struct passed by value other than those of param_members' register form, or one
+   * passed on the stack). */
   int nparams;                       /* -1: unknown (no DWARF, or FT_TRACE_PARAMS not asked) */
   const enum ft_param_kind *params;  /* nparams entries */
   const uint8_t *param_sizes;        /* nparams entries: bytes (8 when unknown) */
@@ -117,9 +118,29 @@ typedef struct ft_function {
   const char *const *param_formats;  /* nparams entries: the set of symbolic constants
                                         an integer holds ("O_flags", "LC_category",
                                         ...: functracer/symbolic_values.h), else "" */
+  /* Added after param_formats; filled when ft_host_api.function_size >=
+   * FT_FUNCTION_SIZE_WITH_MEMBERS. nparams entries (NULL when nparams is -1): the
+   * structure a parameter is or points to, from DWARF, one level deep, else "":
+   *   DESC   := ['*' | '^'] BODY
+   *                           '*': the register holds its address (a pointer, a C++
+   *                           reference or `this`); '^': it holds the address of the
+   *                           parameter itself, a class the C++ ABI passes by
+   *                           invisible reference (std::string); without either, the
+   *                           structure's bytes
+   *                           are in param_sizes[i] bytes of the integer registers
+   *                           from param_regs[i] on (kind FT_PARAM_OTHER, 9..16 bytes
+   *                           take two registers)
+   *   BODY   := 'S' | '{' MEMBER (';' MEMBER)* [';...'] '}'
+   *                           'S': libstdc++'s std::string (text pointer at offset 0,
+   *                           length at 8); '...': more members not described
+   *   MEMBER := NAME ':' CODE '@' OFFSET (bytes, decimal)
+   *   CODE   := i1|i2|i4|i8 (signed) | u1|u2|u4|u8 | p (pointer) | s (char *) |
+   *             f4|f8 | cN (an array of N chars) | S (std::string) | o (other) */
+  const char *const *param_members;
 } ft_function;
 
 #define FT_FUNCTION_SIZE_WITH_FORMATS (offsetof(ft_function, param_formats) + sizeof(const char *const *))
+#define FT_FUNCTION_SIZE_WITH_MEMBERS (offsetof(ft_function, param_members) + sizeof(const char *const *))
 
 /* A module (executable, shared library) mapped into or unmapped from a process. */
 typedef struct ft_module {

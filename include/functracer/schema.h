@@ -118,6 +118,9 @@ inline constexpr char kRoots[] = "roots";
 inline constexpr char kElapsedNs[] = "elapsed_ns";
 // The string arguments of a call, keyed by the integer argument register (0..5).
 inline constexpr const char* kStr[6] = {"str0", "str1", "str2", "str3", "str4", "str5"};
+// The structure arguments of a call as shown (members, std::string text), keyed by
+// the integer argument register that holds the structure or its address.
+inline constexpr const char* kStruct[6] = {"struct0", "struct1", "struct2", "struct3", "struct4", "struct5"};
 }  // namespace key
 
 // The bundled plugins' names, as the header's `plugins` field lists them.
@@ -474,7 +477,9 @@ inline constexpr size_t kArgRegisters = 6;
 // many parameters there are and of what kind, when that is known; strings[i] is the
 // string argument register i points to (key::kStr[i]); `callsite` is the return
 // address the function was called with (the instruction after the call), absent in
-// traces written before it was recorded and when it could not be read.
+// traces written before it was recorded and when it could not be read; structs[i]
+// the text shown for the structure argument register i holds or points to
+// (key::kStruct[i], with --struct-depth).
 struct CallRecord {
   static constexpr const char* kType = type::kCall;
   FrameFields frame;
@@ -484,6 +489,7 @@ struct CallRecord {
   std::optional<std::string_view> types;
   std::optional<std::string_view> strings[kArgRegisters];
   std::optional<uint64_t> callsite = std::nullopt;  // defaulted: older initializers stay complete
+  std::optional<std::string_view> structs[kArgRegisters] = {};
 
   template <class Writer>
   void write(Writer& w) const {
@@ -496,6 +502,9 @@ struct CallRecord {
     for (size_t i = 0; i < kArgRegisters; ++i) {
       if (strings[i]) w.str(key::kStr[i], *strings[i]);
     }
+    for (size_t i = 0; i < kArgRegisters; ++i) {
+      if (structs[i]) w.str(key::kStruct[i], *structs[i]);
+    }
   }
   template <class Reader>
   static CallRecord read(const Reader& r) {
@@ -507,6 +516,7 @@ struct CallRecord {
     c.types = detail::str(r, key::kTypes);
     for (size_t i = 0; i < kArgRegisters; ++i) c.strings[i] = detail::str(r, key::kStr[i]);
     c.callsite = r.get_hex(key::kCallsite);
+    for (size_t i = 0; i < kArgRegisters; ++i) c.structs[i] = detail::str(r, key::kStruct[i]);
     return c;
   }
 };

@@ -3,10 +3,11 @@
 // registers, string arguments where the function's types (DWARF, a -F prototype, the
 // built-in libc prototypes, a C++ name) say a parameter is a char *, integers that
 // hold symbolic constants by their names, string return values, call depth and call
-// site (the return address). With -o the records go to the trace file; without, an
+// site (the return address), and with --struct-depth=1 the members of structure
+// arguments (struct_text.h). With -o the records go to the trace file; without, an
 // ltrace-like call log is printed on stderr, laid out as functracer-postproc tree lays out calls
 // (functracer/call_tree.h). The call log's options (-c, -T, -t, -s, -C, -l, -x, -D,
-// --time-filter, --from-program) arrive as host options (doc/plugin-api.md).
+// --time-filter, --from-program, --struct-depth) arrive as host options (doc/plugin-api.md).
 #include <fnmatch.h>
 #include <signal.h>
 #include <time.h>
@@ -18,10 +19,12 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "alias_names.h"
 #include "call_summary.h"
 #include "functracer/call_tree.h"
 #include "functracer/plugin.h"
@@ -30,6 +33,7 @@
 #include "functracer/short_name.h"
 #include "functracer/symbolic_values.h"
 #include "program_ranges.h"
+#include "struct_text.h"
 
 namespace {
 
@@ -64,6 +68,7 @@ struct State {
   std::vector<Pattern> patterns;
   bool streaming = false;
   bool host_formats = false;  // the host fills ft_function.param_labels/param_formats
+  bool host_members = false;  // ... and ft_function.param_members
   std::unordered_map<int, ThreadLog> threads;  // per tid
   ft_ctx* ctx = nullptr;                       // the event being handled, for the layout's lines
   // The call log's options.
@@ -75,9 +80,11 @@ struct State {
   unsigned depth_limit = 0;    // -D; 0: none
   bool from_program = false;   // --from-program
   bool summary = false;        // -c
+  unsigned struct_depth = 0;   // --struct-depth: 0 or 1
   bool called = false;         // a traced function was called
   calltrace::CallSummary calls;
   calltrace::ProgramRanges program;
+  calltrace::AliasNames aliases;
 };
 
 State state;
@@ -155,8 +162,13 @@ void add_exe_patterns(const std::string& globs) {
 
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
   const unsigned want = FT_TRACE_ENTRY | FT_TRACE_RETURN | FT_TRACE_RETURN_VALUE | FT_TRACE_PARAMS;
+  if (sym->is_plt && sym->is_main_program) {
+    std::string_view stub = sym->name;
+    if (stub.size() > 4 && stub.substr(stub.size() - 4) == "@plt") state.aliases.imported(std::string(stub.substr(0, stub.size() - 4)));
+  }
   if (state.patterns.empty()) {
     if (!sym->is_main_program || sym->is_plt || compiler_generated(sym->name)) return 0;
+    state.aliases.offer(sym->module, sym->address, sym->name);
     return want;
   }
   unsigned flags = 0;
@@ -175,6 +187,7 @@ unsigned on_symbol(void*, const ft_symbol* sym, uint64_t*) {
       flags = want;
     }
   }
+  if (flags) state.aliases.offer(sym->module, sym->address, sym->name);
   return flags;
 }
 
@@ -187,7 +200,7 @@ std::string type_code(int kind, unsigned size) {
     case FT_PARAM_POINTER: return "p";
     case FT_PARAM_STRING: return "s";
     case FT_PARAM_FLOAT: return size == 4 ? "f4" : "f8";
-    case FT_PARAM_OTHER: return "o";
+    case FT_PARAM_OTHER: return size > 8 ? "o" + std::to_string(size) : "o";  // o16: two registers
     case FT_PARAM_VOID: return "v";
     default: return "?";
   }
@@ -197,6 +210,11 @@ unsigned param_size(const ft_function* fn, int i) { return fn->param_sizes ? fn-
 
 const char* param_format(const ft_function* fn, int i) {
   return state.host_formats && fn->param_formats ? fn->param_formats[i] : "";
+}
+// The structure parameter i is or points to, when --struct-depth asks for it ("" else).
+const char* param_members(const ft_function* fn, int i) {
+  if (!state.struct_depth || !state.host_members || !fn->param_members || !fn->param_members[i]) return "";
+  return fn->param_members[i];
 }
 bool is_this(const ft_function* fn, int i) {
   return state.host_formats && fn->param_labels && std::strcmp(fn->param_labels[i], "this") == 0;
@@ -287,10 +305,18 @@ std::string timestamp(ft_ctx* ctx) {
   return b;
 }
 
+// The symbol a function's calls are recorded under: of its aliases, the one
+// AliasNames prefers.
+const char* symbol_name(const ft_function* fn) {
+  const std::string* name = state.aliases.name(fn->module ? fn->module : "", fn->address);
+  return name ? name->c_str() : fn->name;
+}
+
 // The name calls are logged and summed up by.
 std::string display_name(const ft_function* fn) {
-  if (state.demangle && fn->demangled && fn->demangled[0]) return ft::strip_parameters(fn->demangled);
-  return fn->name;
+  bool cxx = fn->demangled && fn->demangled[0] && std::strcmp(fn->demangled, fn->name) != 0;
+  if (state.demangle && cxx) return ft::strip_parameters(fn->demangled);
+  return symbol_name(fn);
 }
 
 // Whether the call being made is shown (recorded and logged): -D and --from-program
@@ -333,8 +359,10 @@ int on_capture(void*, const ft_function* fn, ft_capture* out) {
   out->int_args = 6;
   out->backtrace = 1;
   out->fp_args = static_cast<unsigned>(std::min<size_t>(fp_args_of(fn), 8));
-  for (int i = 0; i < fn->nparams; ++i)
+  for (int i = 0; i < fn->nparams; ++i) {
     if (int reg = string_reg(fn, i); reg >= 0) out->strings |= 1u << reg;
+    if (param_members(fn, i)[0]) return 0;  // structures are read from memory at the call
+  }
   return 1;
 }
 
@@ -361,7 +389,7 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   size_t nfargs = fp_args_of(fn);  // floating-point argument registers in use
   for (size_t i = 0; i < nfargs && i < 8; ++i) fargs[i] = host->fp_arg(ctx, static_cast<unsigned>(i));
 
-  schema::CallRecord call{{fn->name, fn->address, host->depth(ctx)}, {args, 6}, {fargs, nfargs}, {}, {}, {}};
+  schema::CallRecord call{{symbol_name(fn), fn->address, host->depth(ctx)}, {args, 6}, {fargs, nfargs}, {}, {}, {}};
   std::string types;
   if (fn->nparams >= 0) {
     call.nargs = fn->nparams;
@@ -383,6 +411,16 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     is_str[reg] = true;
     call.strings[reg] = strs[reg];
   }
+  // Structures, keyed by the integer argument register that holds them or their address.
+  std::optional<std::string> structs[6];
+  for (int i = 0; i < fn->nparams; ++i) {
+    const char* members = param_members(fn, i);
+    int reg = fn->param_regs ? fn->param_regs[i] : i;
+    if (!members[0] || reg < 0 || reg >= 6) continue;
+    structs[reg] = calltrace::struct_text(host, ctx, members, std::span<const uint64_t>(args + reg, 6 - reg),
+                                          state.string_size);
+    if (structs[reg]) call.structs[reg] = *structs[reg];
+  }
   call.callsite = callsite_of(ctx);
   ft::sdk::record(host, ctx, call);
 
@@ -400,7 +438,9 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
     if (is_this(fn, i)) text += "this=";
     int reg = fn->param_regs ? fn->param_regs[i] : i;
     const char* set = param_format(fn, i);
-    if (reg >= FT_REG_FP0 && reg - FT_REG_FP0 < 8)
+    if (reg >= 0 && reg < 6 && structs[reg])
+      text += *structs[reg];
+    else if (reg >= FT_REG_FP0 && reg - FT_REG_FP0 < 8)
       text += format_value(fn->params[i], param_size(fn, i), fargs[reg - FT_REG_FP0]);
     else if (reg >= 0 && reg < 6 && is_str[reg])
       text += quote(strs[reg]) + (cut[reg] ? "..." : "");
@@ -445,7 +485,7 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
     str = ft::sdk::read_string(host, ctx, rv, state.string_size + 1);
     if (str && str->size() > state.string_size) str->resize(state.string_size);
   }
-  schema::ReturnRecord rec{{fn->name, fn->address, host->depth(ctx)}, rv,
+  schema::ReturnRecord rec{{symbol_name(fn), fn->address, host->depth(ctx)}, rv,
                            fp ? std::optional<uint64_t>(frv) : std::nullopt};
   if (str) rec.retstr = *str;
   ft::sdk::record(host, ctx, rec);
@@ -464,7 +504,7 @@ void on_unwound(void*, ft_ctx* ctx, const ft_function* fn, const char* reason) {
   unsigned depth = host->depth(ctx);
   uint64_t duration = 0;
   if (!end_call(ctx, log, depth, &duration)) return;
-  ft::sdk::record(host, ctx, schema::UnwoundRecord{{fn->name, fn->address, depth}, reason});
+  ft::sdk::record(host, ctx, schema::UnwoundRecord{{symbol_name(fn), fn->address, depth}, reason});
   if (state.summary) state.calls.add_time(display_name(fn), duration, false);
   if (!state.streaming || state.summary) return;
   log.layout->unwound(shown_level(log, depth), reason, duration, timestamp(ctx));
@@ -534,6 +574,7 @@ const ft_plugin* setup(const ft_host_api* h) {
   state.streaming = ft::sdk::streaming(h);
   state.host_formats = h->size >= offsetof(ft_host_api, function_size) + sizeof(h->function_size) &&
                        h->function_size >= FT_FUNCTION_SIZE_WITH_FORMATS;
+  state.host_members = state.host_formats && h->function_size >= FT_FUNCTION_SIZE_WITH_MEMBERS;
   if (const char* audit = h->option("audit"))
     if (!parse_audit(audit)) return nullptr;
   if (const char* libs = h->option("library")) add_library_patterns(libs);
@@ -547,6 +588,7 @@ const ft_plugin* setup(const ft_host_api* h) {
   state.depth_limit = static_cast<unsigned>(number("depth"));
   state.from_program = h->option("from_program") != nullptr;
   state.summary = h->option("summary") != nullptr;
+  state.struct_depth = static_cast<unsigned>(number("struct_depth"));
   timespec mono{}, real{};
   clock_gettime(CLOCK_MONOTONIC, &mono);
   clock_gettime(CLOCK_REALTIME, &real);

@@ -154,3 +154,25 @@ TEST(CallingConventionArch, TraitsCarryTheConvention) {
 }
 
 }  // namespace
+
+TEST(CallingConventionArch, IntegerStructByValueTakesOneOrTwoRegisters) {
+  // long f(struct { int id; const char *name; } pair, int n, struct { int a; } one,
+  //        struct { long a, b; } two, struct { long a, b; } three, int m): pair takes
+  // registers 0 and 1, n 2, one 3, two 4 and 5; three finds none left and ends the list.
+  FunctionType fn;
+  fn.params = {{ValueKind::IntAggregate, 16}, {ValueKind::Signed, 4}, {ValueKind::IntAggregate, 4},
+               {ValueKind::IntAggregate, 16}, {ValueKind::IntAggregate, 16}, {ValueKind::Signed, 4}};
+  for (auto conv : {ft::arch::arg_registers_x86_64, ft::arch::arg_registers_aarch64}) {
+    ArgRegisters r = conv(fn);
+    ASSERT_EQ(r.args.size(), 4u);
+    EXPECT_EQ(r.args[0].reg, 0);
+    EXPECT_EQ(r.args[0].size, 16);
+    EXPECT_EQ(r.args[1].reg, 2);
+    EXPECT_EQ(r.args[2].reg, 3);
+    EXPECT_EQ(r.args[2].size, 4);
+    EXPECT_EQ(r.args[3].reg, 4);
+  }
+  FunctionType other;
+  other.params = {{ValueKind::Other, 16}, {ValueKind::Signed, 4}};
+  EXPECT_TRUE(ft::arch::arg_registers_x86_64(other).args.empty());
+}

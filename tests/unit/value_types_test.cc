@@ -48,5 +48,18 @@ TEST(ValueTypes, SymbolicSets) {
   for (std::string_view bad : {"p=O_flags>v", "i4=>v"}) EXPECT_FALSE(parse_value_types(bad).has_value()) << bad;
 }
 
+TEST(ValueTypes, StructuresInTwoRegisters) {
+  auto t = parse_value_types("o16,i4,o>v");
+  ASSERT_TRUE(t.has_value());
+  ASSERT_EQ(t->args.size(), 3u);
+  EXPECT_EQ(int_registers(t->args[0]), 2u);
+  EXPECT_EQ(type_code(t->args[0]), "o16");
+  EXPECT_EQ(int_registers(t->args[1]), 1u);
+  EXPECT_EQ(int_registers(t->args[2]), 1u);
+  EXPECT_EQ(type_code(t->args[2]), "o");
+  EXPECT_FALSE(parse_value_types("o17>v").has_value());
+  EXPECT_FALSE(parse_value_types("o8>v").has_value());
+}
+
 }  // namespace
 }  // namespace ft::post
