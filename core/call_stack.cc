@@ -111,6 +111,36 @@ CallStack::Return CallStack::take(RemoteAddr sp_after) {
   return r;
 }
 
+CallStack::Return CallStack::recover(RemoteAddr sp_after) {
+  Return r;
+  RemoteAddr slot = sp_after - 8;
+  auto usable = [](const ShadowFrame& f) { return !f.site; };
+  size_t idx = frames_.size();
+  while (idx > 0 && !(usable(frames_[idx - 1]) &&
+                      (frames_[idx - 1].slot > slot ? frames_[idx - 1].slot - slot : slot - frames_[idx - 1].slot) <=
+                          kSameStackDistance))
+    --idx;
+  if (idx == 0) {
+    idx = frames_.size();
+    while (idx > 0 && !usable(frames_[idx - 1])) --idx;
+  }
+  if (idx == 0) return r;
+  while (frames_.size() > idx) {
+    r.abandoned.push_back(frames_.back());
+    frames_.pop_back();
+  }
+  r.found = true;
+  RemoteAddr owner = frames_.back().slot;
+  while (!frames_.empty() && frames_.back().slot == owner && !frames_.back().site) {
+    r.returned.push_back(frames_.back());
+    bool tail = frames_.back().tail;
+    r.real_ret = frames_.back().real_ret;
+    frames_.pop_back();
+    if (!tail) break;
+  }
+  return r;
+}
+
 RemoteAddr CallStack::to_site(RemoteAddr slot, RemoteAddr trampoline, RemoteAddr ret_at_slot) {
   if (ret_at_slot != trampoline || frames_.empty() || frames_.back().slot != slot) return RemoteAddr();
   RemoteAddr real = frames_.back().real_ret;

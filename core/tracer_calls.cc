@@ -196,9 +196,18 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 }
 
 void Tracer::on_return(Thread& t, Registers& regs) {
-  bool found = returns_.finish_return(t, regs);
-  FT_CHECK(found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
-           regs.dump().c_str());
+  if (!returns_.finish_return(t, regs)) {
+    // No frame of the process is left to say where to go: the program cannot go on
+    // (a return to nowhere), but functracer and the trace can. The thread returns to
+    // address 0 and gets the SIGSEGV a return to an unmapped address gives.
+    log::warn("thread {}: returned through the trampoline with no open frame to return to ({})", t.tid,
+              regs.dump());
+    report_.record_lost(*t.process, t, 1, "a return through the trampoline with no open frame to return to");
+    regs.set_ip(RemoteAddr());
+    if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
+    resume(t);
+    return;
+  }
   returns_.sync(t);
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
