@@ -84,13 +84,7 @@ CallStack::Return CallStack::pop(RemoteAddr sp_after) {
     frames_.pop_back();
   }
   r.found = true;
-  while (!frames_.empty() && frames_.back().slot == slot) {
-    r.returned.push_back(frames_.back());
-    bool tail = frames_.back().tail;
-    r.real_ret = frames_.back().real_ret;
-    frames_.pop_back();
-    if (!tail) break;
-  }
+  pop_run(slot, r);
   return r;
 }
 
@@ -130,15 +124,18 @@ CallStack::Return CallStack::recover(RemoteAddr sp_after) {
     frames_.pop_back();
   }
   r.found = true;
-  RemoteAddr owner = frames_.back().slot;
-  while (!frames_.empty() && frames_.back().slot == owner && !frames_.back().site) {
+  pop_run(frames_.back().slot, r);
+  return r;
+}
+
+void CallStack::pop_run(RemoteAddr slot, Return& r) {
+  while (!frames_.empty() && frames_.back().slot == slot) {
     r.returned.push_back(frames_.back());
     bool tail = frames_.back().tail;
     r.real_ret = frames_.back().real_ret;
     frames_.pop_back();
     if (!tail) break;
   }
-  return r;
 }
 
 RemoteAddr CallStack::to_site(RemoteAddr slot, RemoteAddr trampoline, RemoteAddr ret_at_slot) {

@@ -136,6 +136,9 @@ class CallStack {
   // drop_below, after dropping the frames of other stacks entered after a dead frame
   // of this slot's stack (a siglongjmp out of a handler on an alternate stack).
   std::vector<ShadowFrame> drop_stale(RemoteAddr slot, bool include_equal);
+  // Pops the topmost frame, at slot, with the tail-call partners sharing it, into
+  // r.returned; r.real_ret is their return address.
+  void pop_run(RemoteAddr slot, Return& r);
 
   std::vector<ShadowFrame> frames_;  // outermost first
   bool disarmed_ = false;
