@@ -84,13 +84,7 @@ CallStack::Return CallStack::pop(RemoteAddr sp_after) {
     frames_.pop_back();
   }
   r.found = true;
-  while (!frames_.empty() && frames_.back().slot == slot) {
-    r.returned.push_back(frames_.back());
-    bool tail = frames_.back().tail;
-    r.real_ret = frames_.back().real_ret;
-    frames_.pop_back();
-    if (!tail) break;
-  }
+  pop_run(slot, r);
   return r;
 }
 
@@ -109,6 +103,39 @@ CallStack::Return CallStack::take(RemoteAddr sp_after) {
   frames_.erase(frames_.begin() + static_cast<std::ptrdiff_t>(begin),
                 frames_.begin() + static_cast<std::ptrdiff_t>(end));
   return r;
+}
+
+CallStack::Return CallStack::recover(RemoteAddr sp_after) {
+  Return r;
+  RemoteAddr slot = sp_after - 8;
+  auto usable = [](const ShadowFrame& f) { return !f.site; };
+  size_t idx = frames_.size();
+  while (idx > 0 && !(usable(frames_[idx - 1]) &&
+                      (frames_[idx - 1].slot > slot ? frames_[idx - 1].slot - slot : slot - frames_[idx - 1].slot) <=
+                          kSameStackDistance))
+    --idx;
+  if (idx == 0) {
+    idx = frames_.size();
+    while (idx > 0 && !usable(frames_[idx - 1])) --idx;
+  }
+  if (idx == 0) return r;
+  while (frames_.size() > idx) {
+    r.abandoned.push_back(frames_.back());
+    frames_.pop_back();
+  }
+  r.found = true;
+  pop_run(frames_.back().slot, r);
+  return r;
+}
+
+void CallStack::pop_run(RemoteAddr slot, Return& r) {
+  while (!frames_.empty() && frames_.back().slot == slot) {
+    r.returned.push_back(frames_.back());
+    bool tail = frames_.back().tail;
+    r.real_ret = frames_.back().real_ret;
+    frames_.pop_back();
+    if (!tail) break;
+  }
 }
 
 RemoteAddr CallStack::to_site(RemoteAddr slot, RemoteAddr trampoline, RemoteAddr ret_at_slot) {

@@ -95,6 +95,14 @@ class CallStack {
   // others: the return happened on another thread (a stack that moved threads).
   Return take(RemoteAddr sp_after);
 
+  // The trampoline was reached through a slot no frame hijacked: the program moved a
+  // hijacked return address (popped it and pushed it elsewhere, as code that drops
+  // its caller's arguments does) or copied it. The innermost frame on that slot's
+  // stack (else the innermost at all) is the likeliest owner: it is taken as the one
+  // returning, the frames above it as abandoned. found == false when the thread has
+  // no frame left.
+  Return recover(RemoteAddr sp_after);
+
   // Slots to restore (slot, real return address) so an unwinder sees real addresses.
   std::vector<std::pair<RemoteAddr, RemoteAddr>> disarm();
   bool disarmed() const { return disarmed_; }
@@ -128,6 +136,9 @@ class CallStack {
   // drop_below, after dropping the frames of other stacks entered after a dead frame
   // of this slot's stack (a siglongjmp out of a handler on an alternate stack).
   std::vector<ShadowFrame> drop_stale(RemoteAddr slot, bool include_equal);
+  // Pops the topmost frame, at slot, with the tail-call partners sharing it, into
+  // r.returned; r.real_ret is their return address.
+  void pop_run(RemoteAddr slot, Return& r);
 
   std::vector<ShadowFrame> frames_;  // outermost first
   bool disarmed_ = false;

@@ -30,6 +30,7 @@ struct TracerStats {
   uint64_t calls = 0;         // traced entries reported
   uint64_t returns = 0;       // traced returns reported
   uint64_t unwound = 0;       // frames left without returning
+  uint64_t moved_returns = 0; // returns through a slot no frame hijacked (CallStack::recover)
   uint64_t lifecycle = 0;     // thread/process/signal events
   uint64_t syscalls = 0;      // system call entries and exits reported
   uint64_t breakpoints = 0;   // planted

@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
                    ev, s.calls, s.returns, s.unwound, s.lifecycle, s.stops,
                    ev ? static_cast<double>(s.stops) / static_cast<double>(ev) : 0.0, s.breakpoints, s.refused,
                    secs, ev ? secs * 1e6 / static_cast<double>(ev) : 0.0);
+    if (s.moved_returns)
+      ft::log::error("{} returns through a return address the program moved, each taken as the innermost open "
+                     "frame's", s.moved_returns);
     if (s.fast_frames)
       ft::log::error("{} returns hooked in the process, {} of them returned without a stop", s.fast_frames,
                      s.fast_returns);

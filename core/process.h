@@ -38,7 +38,8 @@ struct Thread {
   bool stopped = false;
   bool group_stop = false;
   long syscall_nr = -1;  // the system call between its entry and exit stops
-  // Where _Unwind_Backtrace returns to (ip, sp after the return): rearm there.
+  // Where _Unwind_Backtrace returns to (ip, sp after the return), or the landing pad
+  // the unwinder jumps to (ip, null sp: any): rearm there.
   RemoteAddr rearm_ip, rearm_sp;
   // Returns handled in the process (fast_return.h): the thread's block, -1 if none,
   // and the records functracer wrote there (slot, real return address), outermost

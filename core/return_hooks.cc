@@ -61,7 +61,22 @@ bool ReturnHooks::finish_return(Thread& t, Registers& regs) {
       if (r.found) break;
     }
   }
-  if (!r.found) return false;
+  if (!r.found) {
+    // The program moved or copied a hijacked return address: the return is matched to
+    // the likeliest frame, and the trace says it was a guess.
+    RemoteAddr slot = regs.sp() - 8;
+    r = t.stack.recover(regs.sp());
+    if (!r.found) return false;
+    if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
+    const std::string& name = t.process->space.functions[r.returned.front().fn].name;
+    if (stats_.moved_returns++ == 0)
+      log::warn("thread {}: returned through a return address moved to {:#x}; taken as the return of {}", t.tid,
+              slot.value(), name);
+    report_.record_lost(*t.process, t, 1,
+                        fmt::format("a return through a return address the program moved (to {:#x}): taken as "
+                                    "the return of {}, the innermost open frame",
+                                    slot.value(), name));
+  }
   report_.report_returns(t, regs, r, now);
   regs.set_ip(r.real_ret);
   return true;

@@ -11,6 +11,10 @@ unsigned hooks_for(const std::string& name) {
     return kHookUnwindStart | kHookKeepReturnAddress;
   if (name == "_Unwind_Backtrace") return kHookUnwindStart | kHookBacktrace | kHookKeepReturnAddress;
   if (name == "__cxa_begin_catch") return kHookCatch;
+  // Every personality routine (C++, Rust, C's cleanups, whichever unwinder library)
+  // names the landing pad it wants run with _Unwind_SetIP; the frame owning the pad
+  // goes on there, the frames below it are unwound.
+  if (name == "_Unwind_SetIP") return kHookLandingPad;
   if (name == "_exit" || name == "_Exit" || name == "execve" || name == "execveat" || name == "fexecve")
     return kHookImageEnd;
   // Functions whose return address must stay what the caller pushed. Those that

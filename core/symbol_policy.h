@@ -21,6 +21,7 @@ enum InternalHook : unsigned {
   kHookModuleInit = 1u << 6,    // a module's .init: everything loaded so far is relocated
   kHookImageEnd = 1u << 7,      // _exit, execve & co: a stop before the process's memory
                                 // goes, to read the returns it handled (fast_return.h)
+  kHookLandingPad = 1u << 8,    // _Unwind_SetIP: the unwinder's next stop is a landing pad
 };
 
 unsigned hooks_for(const std::string& name);

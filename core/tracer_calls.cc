@@ -18,6 +18,18 @@ namespace {
 constexpr int kRtConsistent = 0;
 constexpr uint64_t kRDebugStateOffset = 24;  // struct r_debug { int; link_map*; ElfW(Addr) r_brk; r_state; ... }
 
+// A call that cannot return: the compiler put the trap instruction after it (LLVM
+// pads after a call to a noreturn function such as _Unwind_Resume with int3), which
+// is no breakpoint of ours. The frame stays open without a return-site breakpoint,
+// to be closed when it is unwound.
+bool never_returns_to(Process& p, RemoteAddr ret) {
+  if (p.space.breakpoints.contains(ret)) return false;
+  auto trap = arch::host().trap;
+  uint8_t code[8] = {};
+  if (trap.size() > sizeof code || !p.mem().read_exact(ret, {code, trap.size()})) return false;
+  return std::equal(trap.begin(), trap.end(), code);
+}
+
 }  // namespace
 
 void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
@@ -35,7 +47,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (hooks & kHookReturnSite) {
     auto r = t.stack.pop_site(regs.sp(), addr);
     if (r.found) report_.report_returns(t, regs, r, monotonic_ns());
-    if (t.rearm_ip == addr && t.rearm_sp == regs.sp()) {
+    if (t.rearm_ip == addr && (t.rearm_sp.null() || t.rearm_sp == regs.sp())) {
       t.rearm_ip = t.rearm_sp = RemoteAddr();
       returns_.rearm(t, regs.sp());
     }
@@ -67,6 +79,18 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 
   if (hooks & kHookUnwindStart) returns_.disarm(t);
   if (hooks & kHookCatch) returns_.rearm(t, regs.sp());
+  if ((hooks & kHookLandingPad) && t.stack.disarmed()) {
+    // _Unwind_SetIP(context, pad): the unwinder jumps to pad next, with the stack
+    // pointer of the frame that owns it. Frames below are unwound (a catch, or a
+    // cleanup that resumes unwinding with _Unwind_Resume, which disarms again); that
+    // frame and its callers go on, their returns hooked again.
+    RemoteAddr pad(regs.arg(1));
+    if (Breakpoint* site = plant_raw(p, t, regs, pad, "landing pad")) {
+      site->hooks |= kHookReturnSite;
+      t.rearm_ip = pad;
+      t.rearm_sp = RemoteAddr();  // whatever the frame's stack pointer
+    }
+  }
   if (hooks & kHookBacktrace) {
     // backtrace() returns normally: put the trampolines back when it does.
     if (auto ret = p.mem().peek(t.tid, regs.sp()); ret && !p.space.is_return_hook(RemoteAddr(*ret))) {
@@ -109,11 +133,13 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret.value());
-        Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
-        if (site) {
-          site->hooks |= kHookReturnSite;
-        } else {
-          t.stack.pop_last();
+        if (!never_returns_to(p, e.real_ret)) {
+          Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
+          if (site) {
+            site->hooks |= kHookReturnSite;
+          } else {
+            t.stack.pop_last();
+          }
         }
       } else if (ret) {
         auto e = t.stack.push(slot, hook_value(*ret), p.space.trampoline, fn_id, now);
@@ -170,9 +196,18 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 }
 
 void Tracer::on_return(Thread& t, Registers& regs) {
-  bool found = returns_.finish_return(t, regs);
-  FT_CHECK(found, "thread %d returned through the trampoline with no matching frame (%s)", t.tid,
-           regs.dump().c_str());
+  if (!returns_.finish_return(t, regs)) {
+    // No frame of the process is left to say where to go: the program cannot go on
+    // (a return to nowhere), but functracer and the trace can. The thread returns to
+    // address 0 and gets the SIGSEGV a return to an unmapped address gives.
+    log::warn("thread {}: returned through the trampoline with no open frame to return to ({})", t.tid,
+              regs.dump());
+    report_.record_lost(*t.process, t, 1, "a return through the trampoline with no open frame to return to");
+    regs.set_ip(RemoteAddr());
+    if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
+    resume(t);
+    return;
+  }
   returns_.sync(t);
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
