@@ -20,7 +20,7 @@ bool parse_int(const char* s, long min, long max, long* out) {
   return true;
 }
 
-enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram };
+enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram, kReturns };
 
 // The option getopt stopped at, as the user typed it. `scanned` is the argument getopt
 // was looking at (optind before the call). argv[optind - 1] is not it: inside a group
@@ -68,6 +68,10 @@ Trace function calls of a program without rebuilding it.
   -p, --pid=PID             attach to a running process; repeatable
 
       --disabled            start with tracing off; SIGUSR1 to functracer toggles it
+      --returns=HOW         how returns are caught: stack (the default) replaces
+                            the return address on the stack; ret-sites puts a
+                            breakpoint on each return instruction of the function
+                            and never writes the stack (always so for Go code)
       --stats               print events, ptrace stops and time per event at exit
   -q, --quiet               no messages from functracer except errors and functions
                             it could not trace (and no summary at exit)
@@ -141,6 +145,7 @@ Result<Options> parse_options(int argc, char** argv) {
       {"depth", required_argument, nullptr, 'D'},
       {"time-filter", required_argument, nullptr, kTimeFilter},
       {"from-program", no_argument, nullptr, kFromProgram},
+      {"returns", required_argument, nullptr, kReturns},
       {"quiet", no_argument, nullptr, 'q'},
       {"debug", no_argument, nullptr, 'd'},
       {"version", no_argument, nullptr, 'V'},
@@ -207,6 +212,15 @@ Result<Options> parse_options(int argc, char** argv) {
           return usage_error(std::string("bad duration '") + optarg + "' (a number and a unit: 250us, 1.5ms, 2s)");
         break;
       case kFromProgram: o.from_program = true; break;
+      case kReturns:
+        if (std::string_view(optarg) == "stack") {
+          o.returns = Options::Returns::Stack;
+        } else if (std::string_view(optarg) == "ret-sites") {
+          o.returns = Options::Returns::ReturnSites;
+        } else {
+          return usage_error(std::string("bad --returns '") + optarg + "' (stack or ret-sites)");
+        }
+        break;
       case 'q': o.quiet = true; break;
       case 'd': o.debug = true; break;
       case 'V': o.action = Options::Action::Version; return o;

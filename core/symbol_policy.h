@@ -21,6 +21,8 @@ enum InternalHook : unsigned {
   kHookModuleInit = 1u << 6,    // a module's .init: everything loaded so far is relocated
   kHookImageEnd = 1u << 7,      // _exit, execve & co: a stop before the process's memory
                                 // goes, to read the returns it handled (fast_return.h)
+  kHookFunctionExit = 1u << 8,  // a return or tail jump of a function whose returns are
+                                // caught there (--returns=ret-sites)
 };
 
 unsigned hooks_for(const std::string& name);
