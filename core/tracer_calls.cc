@@ -130,8 +130,11 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       // written there since.
       auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot ? Result<uint64_t>(t.sp_word)
                                                                          : p.mem().peek(t.tid, regs.sp());
-      if (ret && !is_return_address(p, *ret)) {
-        // Entered by a jump: no return to follow, and nothing to write.
+      if (ret && !fn.ret_sites && !is_return_address(p, *ret)) {
+        // Entered by a jump: no return to follow, and nothing to write. (Returns
+        // caught at the function's exits write nothing: such a frame simply stays
+        // open until an exit or a later event closes it. Go starts a goroutine's
+        // function with a return address the runtime made up, goexit + 1.)
         FT_DEBUG("thread {}: {} entered without a call ([sp] = {:#x})", t.tid, fn.name, *ret);
         unwound_at_once = true;
         unwound_reason = "jump";
@@ -235,12 +238,12 @@ void Tracer::leave_function(Thread& t, Registers& regs, uint32_t fn_id) {
 
 bool Tracer::restarted_go_frame(Thread& t, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret) {
   // runtime.morestack runs the function again from its entry on the new stack, at the
-  // same key and with the same return address, with no exit in between.
-  for (auto& [tid, other] : t.process->threads()) {
-    if (other->stack.empty()) continue;
-    const ShadowFrame& top = other->stack.frames().back();
-    if (top.site && top.slot == slot && top.fn == fn_id && top.real_ret == ret) return true;
-  }
+  // same key and with the same return address, with no exit in between; the
+  // goroutine may have been preempted there and go on on another thread. A key is
+  // its goroutine's alone: a frame of another thread may be the one.
+  for (auto& [tid, other] : t.process->threads())
+    for (const ShadowFrame& f : other->stack.frames())
+      if (f.site && f.slot == slot && f.fn == fn_id && f.real_ret == ret) return true;
   return false;
 }
 
