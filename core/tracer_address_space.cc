@@ -178,6 +178,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   m->bias = load_bias(img->is_dyn(), img->segments(), mm.base, mm.offset).value_or(mm.base);
   // Plugins explain unmatched patterns better when they know the program is stripped.
   if (is_main && !img->has_symtab()) host_.set_option("main_stripped", mm.path);
+  if (is_main && img->is_go()) host_.set_option("main_go", mm.path);
   Module& mod = *m;
   p.space.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
