@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arch/call_sites.h"
 #include "arch/calling_convention.h"
 #include "arch/entry_patch.h"
 #include "arch/plt.h"
@@ -106,6 +107,9 @@ struct Traits {
   // information names them (x86-64 rsp 7, rbp 6; AArch64 sp 31, x29 29).
   Reg stack_pointer;
   Reg frame_pointer;
+  // The register Go's internal ABI keeps the current goroutine (its g) in: x86-64 r14,
+  // AArch64 x28 (the Go internal ABI specification, "Architecture specifics").
+  Reg go_g;
 
   SyscallConvention syscall;
   CallConvention call;
@@ -134,6 +138,11 @@ struct Traits {
   // patch and the relocated instructions if so (arch/entry_patch.h).
   EntryPatch (*plan_entry_patch)(const EntryPatchRequest& request);
   void (*branch_targets)(const CodeRange& range, std::vector<uint64_t>& out);
+
+  // Whether a word is a return address, and the instructions that leave a function
+  // (arch/call_sites.h).
+  bool (*is_return_address)(std::span<const uint8_t> before, std::span<const uint8_t> at, uint64_t addr);
+  FunctionExits (*function_exits)(std::span<const uint8_t> body, uint64_t entry);
 
   // Parameter registers of the platform C calling convention (arch/calling_convention.h).
   ArgRegisters (*arg_registers)(const FunctionType& fn);

@@ -19,6 +19,7 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   for (const auto& a : areas) c.areas.push_back(std::make_unique<SsolArea>(*a));
   c.trampoline = trampoline;
   c.r_debug = r_debug;
+  c.return_addresses = return_addresses;
   // The stubs are in the copy too.
   c.fast_stubs = fast_stubs;
   c.fast_stub_slot = fast_stub_slot;
@@ -60,6 +61,8 @@ void AddressSpace::reset() {
   trampoline = RemoteAddr();
   r_debug = RemoteAddr();
   scratch = RemoteAddr();
+  return_addresses.clear();
+  go_stacks = GoStacks();
   fast_data = RemoteAddr();
   fast_unavailable = false;
   fast_owner.clear();

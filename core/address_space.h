@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "core/dwarf_params.h"
 #include "core/elf_image.h"
 #include "core/fast_return.h"
+#include "core/go_stacks.h"
 #include "core/module_map.h"
 #include "core/recorder_space.h"
 #include "core/register_signature.h"
@@ -92,6 +94,11 @@ struct FunctionInfo {
   uint64_t entry_mask = 0;   // plugins that want calls
   uint64_t return_mask = 0;  // plugins that want returns
   uint64_t value_only_mask = 0;  // of those, the ones that need only the return registers
+  // Its returns are caught by breakpoints on its exits, the stack never written
+  // (--returns=ret-sites, Go code; doc/internals.md section 8c).
+  bool ret_sites = false;
+  bool go = false;  // Go code: frames keyed by goroutine (go_stacks.h)
+  bool exits_planted = false;
   // Its returns may be handled in the process (see fast_return.h).
   bool fast_return() const { return return_mask && (return_mask & ~value_only_mask) == 0; }
   std::vector<std::pair<uint32_t, uint64_t>> tags;  // as in Interest
@@ -168,6 +175,10 @@ class AddressSpace {
   RecorderSpace recorder;                // the in-process recorder (fast_path.h)
   RemoteAddr r_debug;                    // the dynamic linker's struct r_debug, if known
   std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace
+  // Words at an entry's [sp] found to be return addresses (the bytes before them are a
+  // call, arch/call_sites.h); forgotten when a module goes away.
+  std::unordered_set<RemoteAddr> return_addresses;
+  GoStacks go_stacks;  // where Go frames are (shadow stack keys)
   // Where functracer may write temporary code while every thread is stopped (the
   // first out-of-line area is mapped by a system call injected there); null: at the
   // stopped thread's own ip.

@@ -28,6 +28,8 @@ struct Breakpoint {
   RemoteAddr slot;
   uint32_t fn = 0;              // FunctionInfo id (valid when traced)
   bool traced = false;
+  // kHookFunctionExit: the function (FunctionInfo id) this return or tail jump leaves.
+  uint32_t exit_of = 0;
   unsigned hooks = kHookNone;
   const Module* module = nullptr;
 };

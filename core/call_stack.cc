@@ -138,6 +138,25 @@ void CallStack::pop_run(RemoteAddr slot, Return& r) {
   }
 }
 
+CallStack::Return CallStack::pop_exit(RemoteAddr slot, uint32_t fn, bool above_abandoned) {
+  Return r;
+  size_t idx = frames_.size();
+  while (idx > 0 && !(frames_[idx - 1].site && frames_[idx - 1].slot == slot && frames_[idx - 1].fn == fn)) --idx;
+  if (idx == 0) return r;
+  r.found = true;
+  size_t end = idx;
+  if (above_abandoned) {
+    for (size_t i = frames_.size(); i > end; --i) r.abandoned.push_back(frames_[i - 1]);
+    end = frames_.size();
+  }
+  size_t begin = idx - 1;
+  while (frames_[begin].tail && begin > 0 && frames_[begin - 1].slot == slot) --begin;
+  for (size_t i = idx; i > begin; --i) r.returned.push_back(frames_[i - 1]);
+  r.real_ret = frames_[begin].real_ret;
+  frames_.erase(frames_.begin() + static_cast<std::ptrdiff_t>(begin), frames_.begin() + static_cast<std::ptrdiff_t>(end));
+  return r;
+}
+
 RemoteAddr CallStack::to_site(RemoteAddr slot, RemoteAddr trampoline, RemoteAddr ret_at_slot) {
   if (ret_at_slot != trampoline || frames_.empty() || frames_.back().slot != slot) return RemoteAddr();
   RemoteAddr real = frames_.back().real_ret;

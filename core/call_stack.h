@@ -94,6 +94,13 @@ class CallStack {
   // Removes only the frames hijacking that slot (with tail partners), leaving the
   // others: the return happened on another thread (a stack that moved threads).
   Return take(RemoteAddr sp_after);
+  // An exit (return or tail jump) of function fn, whose frames are site frames pushed
+  // by push_site, was reached with its return address at slot: the topmost such frame
+  // of fn at slot returns with its tail partners. above_abandoned: the frames above
+  // it were left without returning (a longjmp, a recovered Go panic) and are
+  // returned as abandoned; otherwise they stay (the exit came on another thread, as
+  // take()).
+  Return pop_exit(RemoteAddr slot, uint32_t fn, bool above_abandoned);
 
   // The trampoline was reached through a slot no frame hijacked: the program moved a
   // hijacked return address (popped it and pushed it elsewhere, as code that drops

@@ -127,7 +127,7 @@ class Loader {
 
   Status load();
 
-  bool is_dyn = false, has_symtab = false;
+  bool is_dyn = false, has_symtab = false, go = false;
   uint16_t machine = 0;
   uint64_t entry = 0;
   std::string interp, build_id, debuglink;
@@ -201,6 +201,9 @@ Status Loader::load() {
   if (Status st = load_plt(); !st) return st;
   load_build_id();
   load_debuglink();
+  // The Go linker's sections: the pc-line table, the build information and the Go
+  // build id note (gccgo's code is C-like and has none of them).
+  go = section_named(".gopclntab") || section_named(".go.buildinfo") || section_named(".note.go.buildid");
   return {};
 }
 
@@ -723,6 +726,7 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   image->debuglink_ = std::move(loader.debuglink);
   image->is_dyn_ = loader.is_dyn;
   image->has_symtab_ = loader.has_symtab;
+  image->go_ = loader.go;
   image->machine_ = loader.machine;
   image->entry_ = loader.entry;
   image->init_ = loader.init_addr;

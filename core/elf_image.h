@@ -57,6 +57,9 @@ class ElfImage {
   const std::vector<ElfSegment>& segments() const { return segments_; }
   uint16_t machine() const { return machine_; }              // EM_X86_64, EM_AARCH64
   bool has_symtab() const { return has_symtab_; }            // false: stripped
+  // Built by the Go toolchain (.gopclntab, .go.buildinfo or the Go build id note): its
+  // runtime moves goroutine stacks and walks them, so the stack is never written.
+  bool is_go() const { return go_; }
 
   // Function symbols (STT_FUNC, STT_GNU_IFUNC, PLT stubs) with a non-zero address in
   // this file, sorted by address. Several names may share an address (aliases).
@@ -79,7 +82,7 @@ class ElfImage {
  private:
   ElfImage() = default;
   std::string path_, interp_, build_id_, debuglink_;
-  bool is_dyn_ = false, has_symtab_ = false;
+  bool is_dyn_ = false, has_symtab_ = false, go_ = false;
   uint16_t machine_ = 0;
   uint64_t entry_ = 0;
   uint64_t init_ = 0;

@@ -20,7 +20,9 @@ bool parse_int(const char* s, long min, long max, long* out) {
   return true;
 }
 
-enum LongOnly { kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram, kStructDepth };
+enum LongOnly {
+  kDisabled = 1000, kStats, kUncompressed, kLog, kNoDemangle, kTimeFilter, kFromProgram, kStructDepth, kReturns
+};
 
 // The option getopt stopped at, as the user typed it. `scanned` is the argument getopt
 // was looking at (optind before the call). argv[optind - 1] is not it: inside a group
@@ -68,6 +70,10 @@ Trace function calls of a program without rebuilding it.
   -p, --pid=PID             attach to a running process; repeatable
 
       --disabled            start with tracing off; SIGUSR1 to functracer toggles it
+      --returns=HOW         how returns are caught: stack (the default) replaces
+                            the return address on the stack; ret-sites puts a
+                            breakpoint on each return instruction of the function
+                            and never writes the stack (always so for Go code)
       --stats               print events, ptrace stops and time per event at exit
   -q, --quiet               no messages from functracer except errors and functions
                             it could not trace (and no summary at exit)
@@ -145,6 +151,7 @@ Result<Options> parse_options(int argc, char** argv) {
       {"time-filter", required_argument, nullptr, kTimeFilter},
       {"from-program", no_argument, nullptr, kFromProgram},
       {"struct-depth", required_argument, nullptr, kStructDepth},
+      {"returns", required_argument, nullptr, kReturns},
       {"quiet", no_argument, nullptr, 'q'},
       {"debug", no_argument, nullptr, 'd'},
       {"version", no_argument, nullptr, 'V'},
@@ -215,6 +222,15 @@ Result<Options> parse_options(int argc, char** argv) {
         if (!parse_int(optarg, 0, 1, &v))
           return usage_error(std::string("bad structure depth '") + optarg + "' (0 or 1)");
         o.struct_depth = static_cast<int>(v);
+        break;
+      case kReturns:
+        if (std::string_view(optarg) == "stack") {
+          o.returns = Options::Returns::Stack;
+        } else if (std::string_view(optarg) == "ret-sites") {
+          o.returns = Options::Returns::ReturnSites;
+        } else {
+          return usage_error(std::string("bad --returns '") + optarg + "' (stack or ret-sites)");
+        }
         break;
       case 'q': o.quiet = true; break;
       case 'd': o.debug = true; break;

@@ -27,6 +27,10 @@ struct Options {
   bool uncompressed = false;         // --uncompressed: plain .trace files, not .trace.zst
   bool log = false;                  // --log: plugins print every event on stderr, not a summary
   bool quiet = false, debug = false, stats = false;
+  // --returns: how returns are caught. Stack: the return address is replaced by a hook
+  // (Go code still takes ReturnSites, its runtime walks its stacks); ReturnSites: a
+  // breakpoint on each of the function's exits, the stack never written.
+  enum class Returns { Stack, ReturnSites } returns = Returns::Stack;
   // The calltrace plugin's call log (ltrace, strace and uftrace options).
   bool summary = false;              // -c: a table of calls, time and errors at exit
   bool durations = false;            // -T: time spent in each call

@@ -34,7 +34,8 @@ void ReturnHooks::rearm(Thread& t, RemoteAddr sp) {
   for (RemoteAddr slot : r.slots) (void)p.mem().write_u64(slot, p.space.trampoline.value());
 }
 
-void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth) {
+void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth,
+                          const char* reason) {
   // Frames found abandoned are normally dead (longjmp'ed over). Should one still be
   // live — a stack the heuristics took for the same one, such as a coroutine's —
   // put its real return address back, so it returns normally (unreported) instead
@@ -45,7 +46,7 @@ void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uin
     auto v = p.mem().peek(t.tid, f.slot);
     if (v && p.space.is_return_hook(RemoteAddr(*v))) (void)p.mem().poke(t.tid, f.slot, f.real_ret.value());
   }
-  report_.report_unwound(t, frames, "longjmp", now, base_depth);
+  report_.report_unwound(t, frames, reason, now, base_depth);
 }
 
 bool ReturnHooks::finish_return(Thread& t, Registers& regs) {

@@ -35,7 +35,8 @@ class ReturnHooks {
   // the real return address. False when no frame answers for it.
   bool finish_return(Thread& t, Registers& regs);
   // Reports frames abandoned by a longjmp and un-hijacks any that still hold a hook.
-  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth);
+  void abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth,
+               const char* reason = "longjmp");
   // An unwinder starts (_Unwind_RaiseException & co.): the real return addresses go
   // back on the stack. rearm: the exception was caught at sp; the frames below it
   // are reported unwound ("exception"), the others hooked again.

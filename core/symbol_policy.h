@@ -22,6 +22,8 @@ enum InternalHook : unsigned {
   kHookImageEnd = 1u << 7,      // _exit, execve & co: a stop before the process's memory
                                 // goes, to read the returns it handled (fast_return.h)
   kHookLandingPad = 1u << 8,    // _Unwind_SetIP: the unwinder's next stop is a landing pad
+  kHookFunctionExit = 1u << 9,  // a return or tail jump of a function whose returns are
+                                // caught there (--returns=ret-sites)
 };
 
 unsigned hooks_for(const std::string& name);

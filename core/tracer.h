@@ -114,6 +114,10 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   void handle_signal(Thread& t, int sig);
   void on_entry(Thread& t, Registers& regs, Breakpoint& bp);
   void on_return(Thread& t, Registers& regs);
+  // An exit of function fn_id (--returns=ret-sites): its frame returns.
+  void leave_function(Thread& t, Registers& regs, uint32_t fn_id);
+  // Whether a Go function's entry is the same call starting again on a grown stack.
+  bool restarted_go_frame(Thread& t, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret);
   void thread_gone(Thread& t, const WaitStatus& ws);
   void process_gone(Process& p, const WaitStatus& ws);
   void resume(Thread& t, int sig = 0);
@@ -127,6 +131,9 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
              const std::string& demangled, const Interest& in, unsigned hooks);
+  // Breakpoints on the exits of the function traced at addr, when its returns are
+  // caught there (--returns=ret-sites, Go code); once per function.
+  void plant_exits(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym);
   // A bare breakpoint at addr (or the one already there); nullptr if refused.
   Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);

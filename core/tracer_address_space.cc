@@ -124,6 +124,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
     for (auto b = p.space.breakpoints.begin(); b != p.space.breakpoints.end();)
       b = b->second.module == &m ? p.space.breakpoints.erase(b) : std::next(b);
     p.space.recorder.forget_module(&m);
+    p.space.return_addresses.clear();
     it = p.space.modules.erase(it);
   }
   size_t before = p.space.modules.size();
@@ -177,6 +178,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   m->bias = load_bias(img->is_dyn(), img->segments(), mm.base, mm.offset).value_or(mm.base);
   // Plugins explain unmatched patterns better when they know the program is stripped.
   if (is_main && !img->has_symtab()) host_.set_option("main_stripped", mm.path);
+  if (is_main && img->is_go()) host_.set_option("main_go", mm.path);
   Module& mod = *m;
   p.space.modules.push_back(std::move(m));
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
@@ -203,6 +205,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     if (hooks == kHookLinker)
       if (const ElfSymbol* rd = img->find("_r_debug")) p.space.r_debug = mod.runtime(rd->value);
     if (in.any() || hooks != kHookNone) plant(p, t, regs, mod, addr, sym, dem, in, hooks);
+    if (in.return_mask) plant_exits(p, t, regs, mod, addr, sym);
   }
 }
 
@@ -218,6 +221,8 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     fi.return_mask = in.return_mask;
     fi.value_only_mask = in.value_only_mask;
     fi.tags = in.tags;
+    fi.go = m.elf && m.elf->is_go();
+    fi.ret_sites = fi.go || opts_.returns == Options::Returns::ReturnSites;
     if (in.params && m.elf && signatures_)
       if (auto found = signatures_->find(m, sym, demangled)) {
         FT_DEBUG("parameters of {} from {}", demangled, origin_name(found->origin));
@@ -251,7 +256,8 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     }
     return;
   }
-  if (in.any() && hooks == kHookNone && fast_path_.wanted() && in.entry_mask && !p.silent) {
+  bool ret_sites = (m.elf && m.elf->is_go()) || opts_.returns == Options::Returns::ReturnSites;
+  if (in.any() && hooks == kHookNone && fast_path_.wanted() && in.entry_mask && !p.silent && !ret_sites) {
     // The entry may reach the in-process recorder instead of a breakpoint.
     FunctionInfo fi = make_function();
     std::string reason;
@@ -297,6 +303,33 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
   bp->hooks = hooks;
   bp->module = &m;
   if (in.any()) add_function(*bp, make_function());
+}
+
+void Tracer::plant_exits(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym) {
+  auto it = p.space.breakpoints.find(addr);
+  if (it == p.space.breakpoints.end() || !it->second.traced) return;
+  uint32_t fn_id = it->second.fn;
+  if (!p.space.functions[fn_id].ret_sites || p.space.functions[fn_id].exits_planted) return;
+  p.space.functions[fn_id].exits_planted = true;
+  std::string name = p.space.functions[fn_id].demangled;
+  std::span<const uint8_t> body = m.elf ? m.elf->read_only_bytes(sym.value, sym.size) : std::span<const uint8_t>();
+  if (body.empty()) {
+    report_untraced(p, name + " (return)", addr.value(), "its code cannot be read to find its returns");
+    return;
+  }
+  arch::FunctionExits exits = arch::host().function_exits(body, addr.value());
+  if (!exits.complete)
+    log::warn("{}: undecodable bytes in its code; returns after them are seen only when the stack goes past them", name);
+  auto plant_exit = [&](uint64_t at, const char* what) {
+    if (Breakpoint* bp = plant_raw(p, t, regs, RemoteAddr(at), name + " " + what)) {
+      bp->hooks |= kHookFunctionExit;
+      bp->exit_of = fn_id;
+      if (!bp->module) bp->module = &m;
+    }
+  };
+  for (uint64_t at : exits.returns) plant_exit(at, "return");
+  for (uint64_t at : exits.tail_jumps) plant_exit(at, "tail jump");
+  FT_DEBUG("{}: {} returns, {} tail jumps", name, exits.returns.size(), exits.tail_jumps.size());
 }
 
 Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what) {

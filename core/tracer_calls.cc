@@ -30,6 +30,30 @@ bool never_returns_to(Process& p, RemoteAddr ret) {
   return std::equal(trap.begin(), trap.end(), code);
 }
 
+// Whether v, the word at an entry's [sp], is a return address (arch/call_sites.h). Code
+// reached by a jump has something else there (argc at a program's entry), which must
+// never be taken for a return address and replaced.
+bool is_return_address(Process& p, uint64_t v) {
+  RemoteAddr a(v);
+  if (p.space.is_return_hook(a) || p.space.return_addresses.count(a)) return true;
+  if (v < arch::kCallLookBehind) return false;
+  uint8_t buf[arch::kCallLookBehind + arch::kCallLookAhead];
+  uint64_t from = v - arch::kCallLookBehind;
+  // The page before may be unmapped: then only from the address's own page on (a
+  // read stops at the first unmapped page after it).
+  auto n = p.mem().read(RemoteAddr(from), buf);
+  if (!n || *n <= arch::kCallLookBehind) {
+    from = std::max(from, (v - 1) & ~uint64_t{4095});
+    n = p.mem().read(RemoteAddr(from), {buf, static_cast<size_t>(v - from) + arch::kCallLookAhead});
+    if (!n || *n < v - from) return false;
+  }
+  size_t behind = static_cast<size_t>(v - from);
+  std::span<const uint8_t> got(buf, *n);
+  if (!arch::host().is_return_address(got.first(behind), got.subspan(behind), v)) return false;
+  p.space.return_addresses.insert(a);
+  return true;
+}
+
 }  // namespace
 
 void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
@@ -121,23 +145,39 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     // A return that cannot be hooked because the process's memory is going away (it
     // is being killed): the call is closed at once, as the frames open at its end are.
     bool unwound_at_once = false;
+    const char* unwound_reason = "exit";
+    bool reported_entry = true;
     if (fn.return_mask) {
-      RemoteAddr slot = regs.sp();
+      // Go frames are kept where a moved stack still finds them (go_stacks.h).
+      RemoteAddr slot = fn.go ? p.space.go_stacks.key(p.mem(), regs, regs.sp()) : regs.sp();
       // Read with the return records at the start of the stop, unless a hook may have
       // written there since.
       auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot ? Result<uint64_t>(t.sp_word)
-                                                                         : p.mem().peek(t.tid, slot);
-      if (ret && (hooks & kHookKeepReturnAddress)) {
-        // Catch the return with a breakpoint at the return address.
+                                                                         : p.mem().peek(t.tid, regs.sp());
+      if (ret && !fn.ret_sites && !is_return_address(p, *ret)) {
+        // Entered by a jump: no return to follow, and nothing to write. (Returns
+        // caught at the function's exits write nothing: such a frame simply stays
+        // open until an exit or a later event closes it. Go starts a goroutine's
+        // function with a return address the runtime made up, goexit + 1.)
+        FT_DEBUG("thread {}: {} entered without a call ([sp] = {:#x})", t.tid, fn.name, *ret);
+        unwound_at_once = true;
+        unwound_reason = "jump";
+      } else if (ret && fn.go && restarted_go_frame(t, slot, fn_id, RemoteAddr(*ret))) {
+        // The entry again after runtime.morestack grew the stack: the same call.
+        reported_entry = false;
+      } else if (ret && ((hooks & kHookKeepReturnAddress) || fn.ret_sites)) {
+        // Catch the return with a breakpoint at the return address, or at the
+        // function's exits (planted with the entry).
         auto e = t.stack.push_site(slot, hook_value(*ret), p.space.trampoline, fn_id, now);
         if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
-        if (e.restore_slot) (void)p.mem().poke(t.tid, slot, e.real_ret.value());
-        if (!never_returns_to(p, e.real_ret)) {
+        // (slot is a Go frame's key, not its stack address: the word is at sp.)
+        if (e.restore_slot) (void)p.mem().poke(t.tid, regs.sp(), e.real_ret.value());
+        if ((!fn.ret_sites || e.restore_slot) && !never_returns_to(p, e.real_ret)) {
           Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
           if (site) {
             site->hooks |= kHookReturnSite;
-          } else {
+          } else if (!fn.ret_sites) {
             t.stack.pop_last();
           }
         }
@@ -169,7 +209,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         unwound_at_once = true;
       }
     }
-    if (fn.entry_mask) {
+    if (fn.entry_mask && reported_entry) {
       report_.call(p, t, regs, now, depth, fn, addr);
     }
     if (unwound_at_once) {
@@ -177,9 +217,10 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       f.slot = regs.sp();
       f.fn = fn_id;
       f.entry_ns = now;
-      report_.report_unwound(t, {f}, "exit", now, t.stack.depth());
+      report_.report_unwound(t, {f}, unwound_reason, now, t.stack.depth());
     }
   }
+  if (hooks & kHookFunctionExit) leave_function(t, regs, bp->exit_of);
   if (hooks) returns_.sync(t);  // the hooks may have changed the shadow stack
   if (auto s = apply_relocation(p.mem(), *bp, regs); !s) {
     // The emulated instruction touched memory the program cannot touch either (a
@@ -193,6 +234,42 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   }
   if (auto s = ptrace::set_regs(t.tid, regs); !s) return;
   resume(t);
+}
+
+void Tracer::leave_function(Thread& t, Registers& regs, uint32_t fn_id) {
+  Process& p = *t.process;
+  const FunctionInfo& fn = p.space.functions[fn_id];
+  uint64_t now = monotonic_ns();
+  // At a return instruction or a tail jump the return address is at sp, as at the entry.
+  RemoteAddr slot = fn.go ? p.space.go_stacks.key(p.mem(), regs, regs.sp()) : regs.sp();
+  Thread* owner = &t;
+  auto r = t.stack.pop_exit(slot, fn_id, /*above_abandoned=*/true);
+  if (!r.found) {
+    // A goroutine that moved to another thread since the call: its frame is on the
+    // shadow stack of the thread it was entered on, whose records it closes.
+    for (auto& [tid, other] : p.threads()) {
+      if (other.get() == &t) continue;
+      r = other->stack.pop_exit(slot, fn_id, /*above_abandoned=*/false);
+      if (r.found) {
+        owner = other.get();
+        break;
+      }
+    }
+  }
+  if (!r.abandoned.empty())
+    returns_.abandon(*owner, r.abandoned, now, owner->stack.depth() + r.returned.size(), fn.go ? "panic" : "longjmp");
+  if (r.found) report_.report_returns(*owner, regs, r, now);
+}
+
+bool Tracer::restarted_go_frame(Thread& t, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret) {
+  // runtime.morestack runs the function again from its entry on the new stack, at the
+  // same key and with the same return address, with no exit in between; the
+  // goroutine may have been preempted there and go on on another thread. A key is
+  // its goroutine's alone: a frame of another thread may be the one.
+  for (auto& [tid, other] : t.process->threads())
+    for (const ShadowFrame& f : other->stack.frames())
+      if (f.site && f.slot == slot && f.fn == fn_id && f.real_ret == ret) return true;
+  return false;
 }
 
 void Tracer::on_return(Thread& t, Registers& regs) {

@@ -24,6 +24,7 @@ const Traits kAArch64Traits = {
     .trap_pc_advance = 0,  // the exception reports the brk's own address
     .stack_pointer = kSp,
     .frame_pointer = kX29,
+    .go_g = 28,
     .syscall = {.number = kX8,
                 .args = {kX0, kX1, kX2, kX3, kX4, kX5},
                 .ret = kX0,
@@ -48,6 +49,8 @@ const Traits kAArch64Traits = {
     .relocate = relocate_aarch64,
     .plan_entry_patch = plan_entry_patch_aarch64,
     .branch_targets = branch_targets_aarch64,
+    .is_return_address = is_return_address_aarch64,
+    .function_exits = function_exits_aarch64,
     .arg_registers = arg_registers_aarch64,
 };
 

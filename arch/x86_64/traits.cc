@@ -23,6 +23,7 @@ const Traits kX86_64Traits = {
     .trap_pc_advance = 1,
     .stack_pointer = kRsp,
     .frame_pointer = kRbp,
+    .go_g = 14,
     .syscall = {.number = kRax,
                 .args = {kRdi, kRsi, kRdx, kR10, kR8, kR9},
                 .ret = kRax,
@@ -47,6 +48,8 @@ const Traits kX86_64Traits = {
     .relocate = relocate_x86_64,
     .plan_entry_patch = plan_entry_patch_x86_64,
     .branch_targets = branch_targets_x86_64,
+    .is_return_address = is_return_address_x86_64,
+    .function_exits = function_exits_x86_64,
     .arg_registers = arg_registers_x86_64,
 };
 

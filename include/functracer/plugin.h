@@ -203,7 +203,8 @@ typedef struct ft_host_api {
   /* Session configuration: "audit" (the -a patterns), "output" (the -o dir, NULL when
    * streaming to stderr), "backtrace_depth" (-b), "backtrace_all" ("1" with -A),
    * "monitor" (-M sizes), "quiet" ("1" with -q), "main_stripped" (the path of the
-   * main executable when it has no symbol table). NULL when not set. */
+   * main executable when it has no symbol table), "main_go" (its path when the Go
+   * toolchain built it). NULL when not set. */
   const char *(*option)(const char *name);
   void (*warn)(const char *message); /* one line on stderr, prefixed "functracer: " */
 

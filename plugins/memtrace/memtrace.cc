@@ -300,7 +300,20 @@ void on_mapping_return(ft_ctx* ctx, const Pending& p, uint64_t ret) {
   }
 }
 
+// Go allocates from its own heap (new, make, append: runtime.mallocgc), which is not
+// malloc's: said once, when the first symbol of a Go program is offered.
+bool go_noted = false;
+
 unsigned on_symbol(void*, const ft_symbol* sym, uint64_t* tag) {
+  if (sym->is_main_program && !go_noted) {
+    go_noted = true;
+    if (const char* go = host->option("main_go")) {
+      std::string msg = std::string("memtrace: ") + go +
+                        " is a Go program: Go's own heap (new, make, append) is not malloc's and is not traced;"
+                        " only C allocations (cgo) are";
+      host->warn(msg.c_str());
+    }
+  }
   if (sym->is_plt) return 0;
   for (const Name& n : kNames) {
     if (std::strcmp(sym->name, n.name) != 0) continue;

@@ -413,7 +413,7 @@ REQUIRED_KEYS = {
     "return": ("function", "depth", "retval"),
     "unwound": ("function", "depth", "reason"),
 }
-UNWIND_REASONS = ("longjmp", "exception", "exit", "detach")
+UNWIND_REASONS = ("longjmp", "exception", "exit", "detach", "jump", "panic")
 
 
 class ThreadLog:

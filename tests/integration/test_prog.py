@@ -71,6 +71,7 @@ PROGRAMS = {
     "longjmp": Prog("lj_*,sj_*", [Run(), Run(patterns="lj_*,sj_*,_setjmp,setjmp,__sigsetjmp,"
                                               "sigsetjmp,longjmp,_longjmp,siglongjmp")]),
     "signals": Prog("sg_*"),
+    "jumped": Prog("nc_*"),
     # The second run names the functions through -a @FILE in every form a user
     # may write: mangled, mangled glob, demangled with parameters (commas
     # included, which only a file allows), bare names.

@@ -327,5 +327,59 @@ TEST(ArchPlt, AArch64Fixtures) {
   }
 }
 
+// arch/call_sites.h: return addresses and function exits, from hand-assembled bytes.
+TEST(CallSites, ReturnAddressFollowsACallOrIsTheSignalReturn) {
+  const Traits& x = traits(Arch::X86_64);
+  const std::vector<uint8_t> none;
+  // call rel32 (e8), call *%rax (ff d0), call *0x10(%rip) (ff 15 disp32), after filler.
+  const std::vector<uint8_t> rel = {0x90, 0x90, 0x90, 0xe8, 0x10, 0x20, 0x00, 0x00};
+  const std::vector<uint8_t> reg = {0x90, 0x90, 0xff, 0xd0};
+  const std::vector<uint8_t> mem = {0x90, 0xff, 0x15, 0x10, 0x00, 0x00, 0x00};
+  EXPECT_TRUE(x.is_return_address(rel, none, 0x401000));
+  EXPECT_TRUE(x.is_return_address(reg, none, 0x401000));
+  EXPECT_TRUE(x.is_return_address(mem, none, 0x401000));
+  // Zeros (data: argc's neighbours), a jmp rel32 (e9), a ret: no call ends there.
+  const std::vector<uint8_t> zeros(16, 0);
+  const std::vector<uint8_t> jmp = {0x90, 0x90, 0x90, 0xe9, 0x10, 0x20, 0x00, 0x00};
+  const std::vector<uint8_t> ret = {0x90, 0x90, 0x90, 0xc3};
+  EXPECT_FALSE(x.is_return_address(zeros, none, 0x601000));
+  EXPECT_FALSE(x.is_return_address(jmp, none, 0x401000));
+  EXPECT_FALSE(x.is_return_address(ret, none, 0x401000));
+  // __restore_rt: mov $15, %rax; syscall.
+  const std::vector<uint8_t> restore = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+  EXPECT_TRUE(x.is_return_address(zeros, restore, 0x401000));
+
+  const Traits& a = traits(Arch::AArch64);
+  const std::vector<uint8_t> bl = {0x00, 0x00, 0x00, 0x94};   // bl .
+  const std::vector<uint8_t> blr = {0x00, 0x00, 0x3f, 0xd6};  // blr x0
+  const std::vector<uint8_t> b = {0x00, 0x00, 0x00, 0x14};    // b .
+  const std::vector<uint8_t> sigret = {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4};
+  EXPECT_TRUE(a.is_return_address(bl, none, 0x401000));
+  EXPECT_TRUE(a.is_return_address(blr, none, 0x401000));
+  EXPECT_FALSE(a.is_return_address(b, none, 0x401000));
+  EXPECT_TRUE(a.is_return_address(none, sigret, 0x401000));
+}
+
+TEST(CallSites, FunctionExitsAreItsReturnsAndItsJumpsOut) {
+  const Traits& x = traits(Arch::X86_64);
+  // 0: push %rbp; 1: je +3 (to 6, inside); 3: pop %rbp; 4: ret; 5: nop;
+  // 6: pop %rbp; 7: jmp rel32 -> 0x2000 (outside: a tail call); 12: jmp -14 (to 0,
+  // the entry: inside); 14: rep ret
+  const std::vector<uint8_t> body = {0x55, 0x74, 0x03, 0x5d, 0xc3, 0x90, 0x5d, 0xe9,
+                                     0xf4, 0x0f, 0x00, 0x00, 0xeb, 0xf2, 0xf3, 0xc3};
+  FunctionExits e = x.function_exits(body, 0x1000);
+  EXPECT_TRUE(e.complete);
+  EXPECT_EQ(e.returns, (std::vector<uint64_t>{0x1004, 0x100e}));
+  EXPECT_EQ(e.tail_jumps, (std::vector<uint64_t>{0x1007}));
+
+  const Traits& a = traits(Arch::AArch64);
+  // 0: ret; 4: b +8 (to 12: inside); 8: b +0x100 (outside); 12: ret x1
+  const std::vector<uint8_t> a64 = {0xc0, 0x03, 0x5f, 0xd6, 0x02, 0x00, 0x00, 0x14,
+                                    0x40, 0x00, 0x00, 0x14, 0x20, 0x00, 0x5f, 0xd6};
+  FunctionExits f = a.function_exits(a64, 0x2000);
+  EXPECT_EQ(f.returns, (std::vector<uint64_t>{0x2000, 0x200c}));
+  EXPECT_EQ(f.tail_jumps, (std::vector<uint64_t>{0x2008}));
+}
+
 }  // namespace
 }  // namespace ft::arch

@@ -980,3 +980,54 @@ TEST(CallStack, TakeRemovesOnlyTheMatchingRun) {
 }
 
 }  // namespace ft
+
+// --returns=ret-sites: frames pushed as site frames, popped at the function's exits.
+namespace ft {
+namespace {
+
+TEST(CallStackExits, ExitPopsTheFunctionsFrameAndAbandonsDeeperOnes) {
+  CallStack s;
+  RemoteAddr f = kTop, g = kTop - 0x40, h = kTop - 0x80;
+  s.push_site(f, kRetMain, kTramp, kF, 1);
+  s.push_site(g, kRetF, kTramp, kG, 2);
+  s.push_site(h, kRetG, kTramp, kH, 3);
+  // g's ret with its return address at g's slot: h was left without returning
+  // (longjmp, a recovered Go panic).
+  auto r = s.pop_exit(g, kG, /*above_abandoned=*/true);
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(fns(r.abandoned), (std::vector<uint32_t>{kH}));
+  EXPECT_EQ(fns(r.returned), (std::vector<uint32_t>{kG}));
+  EXPECT_EQ(r.real_ret, kRetF);
+  EXPECT_EQ(fns(s.frames()), (std::vector<uint32_t>{kF}));
+  // No frame of that function at that slot: nothing.
+  EXPECT_FALSE(s.pop_exit(g, kG, true).found);
+  EXPECT_FALSE(s.pop_exit(f, kG, true).found);
+  EXPECT_EQ(s.depth(), 1u);
+}
+
+TEST(CallStackExits, AnIndirectTailJumpSharesTheSlotAndReturnsWithTheCallee) {
+  CallStack s;
+  s.push_site(kTop, kRetMain, kTramp, kF, 1);
+  // f jumps through a register to g: g starts with f's slot and return address.
+  auto e = s.push_site(kTop, kRetMain, kTramp, kG, 2);
+  EXPECT_TRUE(e.abandoned.empty());
+  auto r = s.pop_exit(kTop, kG, true);
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(fns(r.returned), (std::vector<uint32_t>{kG, kF}));
+  EXPECT_TRUE(s.empty());
+}
+
+TEST(CallStackExits, AnExitOnAnotherThreadLeavesTheOtherFrames) {
+  CallStack s;
+  RemoteAddr a = kTop, b = kTop - 0x40, other = RemoteAddr(0x4000000100000000 - 0x200);
+  s.push_site(a, kRetMain, kTramp, kF, 1);
+  s.push_site(b, kRetF, kTramp, kG, 2);
+  s.push_site(other, kRetOther, kTramp, kH, 3);  // another goroutine's frame on this thread
+  auto r = s.pop_exit(b, kG, /*above_abandoned=*/false);
+  ASSERT_TRUE(r.found);
+  EXPECT_TRUE(r.abandoned.empty());
+  EXPECT_EQ(fns(s.frames()), (std::vector<uint32_t>{kF, kH}));
+}
+
+}  // namespace
+}  // namespace ft

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A Go program under functracer (tests/progs/go/goprog.go, built here with `go build`
+into a temporary directory; SKIP when go is not installed).
+
+usage: test_go.py GOPROG.go
+
+`functracer -e calltrace -a 'main.*'` on it: its output and exit status equal the
+untraced run's; the calls per function equal the program's own counts (it prints
+them), Go names as Go prints them (main.(*Counter).Add); every call on every thread
+closed by one return or unwound record, in LIFO order; the frames the recovered
+panic went through unwound with reason "panic", as many as the program says; the
+only other frames left without returning are those open when the program exited
+(os.Exit from main while the last goroutine finishes). Go's returns are caught at
+the functions' exits (the stack is never written: the runtime copies the goroutine
+stacks the deep recursion grows, and a hijacked return address would end it with
+"unknown caller pc"), and `safe`'s named result set by its deferred recover is its
+return value.
+"""
+
+import collections
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftharness as h  # noqa: E402
+
+EXIT_STATUS = 3
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.stderr.write(__doc__)
+        return 2
+    src = os.path.abspath(sys.argv[1])
+    h.require_tools("go", ["go"], "golang-go")
+    ck = h.Checker("go")
+    with h.TempDir() as tmp:
+        exe = os.path.join(tmp, "goprog")
+        shutil.copy(src, os.path.join(tmp, "goprog.go"))
+        # The build cache in the temporary directory; no module, no network.
+        env = dict(os.environ, GOCACHE=os.path.join(tmp, "cache"), GO111MODULE="off",
+                   GOPATH=os.path.join(tmp, "gopath"), GOFLAGS="", CGO_ENABLED="0")
+        built = h.run(["go", "build", "-o", exe, "goprog.go"], cwd=tmp, env=env, timeout=600)
+        if not ck.check(built.status == 0, f"go build failed\n{built.describe()}"):
+            return ck.finish()
+        # No asynchronous preemption: a goroutine is only ever moved between threads
+        # before it locks itself to its thread (goprog.go); the same in both runs.
+        os.environ["GODEBUG"] = "asyncpreemptoff=1"
+        untraced = h.run([exe])
+        if not ck.check(untraced.status == EXIT_STATUS,
+                        f"untraced run should exit {EXIT_STATUS}\n{untraced.describe()}"):
+            return ck.finish()
+        exp = h.parse_expectations(untraced.out)
+        outdir = os.path.join(tmp, "traces")
+        tr = h.trace([exe], "main.*", outdir, timeout=600)
+        res = tr.result
+        same = (res.status == untraced.status and res.stdout == untraced.stdout
+                and h.without_gaps(res.stderr) == untraced.stderr)
+        if not ck.check(same and not res.timed_out,
+                        f"traced run differs from the untraced one\nuntraced:\n"
+                        f"{untraced.describe(1500)}\ntraced:\n{res.describe(1500)}"):
+            return ck.finish()
+        files = h.trace_files(outdir)
+        if not ck.check(len(files) == 1, f"want one trace file, got {files}"):
+            return ck.finish()
+        records = h.dump_records(ck, files)
+        if records is None:
+            return ck.finish()
+
+    a = h.analyze(records)
+    h.report_problems(ck, a, "go")
+    calls = collections.Counter(h.record_function(r) for r in records if r.get("type") == "call")
+    for name, want in exp.calls.items():
+        ck.check_eq(calls[name], want, f"calls of {name}")
+    unwound = collections.defaultdict(collections.Counter)
+    for r in records:
+        if r.get("type") == "unwound":
+            unwound[r.get("reason")][h.record_function(r)] += 1
+    for reason, per in exp.unwound.items():
+        for name, want in per.items():
+            ck.check_eq(unwound[reason][name], want, f"{name} unwound ({reason})")
+    at_exit = {"main.main", "main.worker"}
+    for reason, per in unwound.items():
+        if reason in exp.unwound:
+            continue
+        odd = {n: c for n, c in per.items()
+               if reason != "exit" or (n not in at_exit and not n.startswith("main.main.func"))}
+        ck.check(not odd, f"frames unwound ({reason}) that the program does not explain: {odd}")
+    threads = {r.get("tid") for r in records if r.get("type") == "call"}
+    ck.check(len(threads) >= 3, f"calls on {len(threads)} threads, want the workers' and main's")
+    # safe(n) returns -n: its deferred function recovered the panic and set its result.
+    safe = [(c, r) for c, r in a.pairs if h.record_function(c) == "main.safe"]
+    values = collections.Counter(h._as_int(r.get("retval")) for c, r in safe if r.get("type") == "return")
+    want = collections.Counter({(-(i + 3)) & 0xFFFFFFFFFFFFFFFF: 4 for i in range(5)})
+    ck.check_eq(dict(values), dict(want), "main.safe's return values (its named result)")
+    print(f"go: {sum(calls.values())} calls on {len(threads)} threads, "
+          f"{sum(unwound['panic'].values())} frames unwound by the recovered panics")
+    check_memtrace(ck, src)
+    return ck.finish()
+
+
+def check_memtrace(ck, src):
+    """memtrace says once that Go's heap is not traced, and the program runs as untraced."""
+    with h.TempDir() as tmp:
+        exe = os.path.join(tmp, "goprog")
+        shutil.copy(src, os.path.join(tmp, "goprog.go"))
+        env = dict(os.environ, GOCACHE=os.path.join(tmp, "cache"), GO111MODULE="off",
+                   GOPATH=os.path.join(tmp, "gopath"), GOFLAGS="", CGO_ENABLED="0")
+        built = h.run(["go", "build", "-o", exe, "goprog.go"], cwd=tmp, env=env, timeout=600)
+        if not ck.check(built.status == 0, f"go build failed\n{built.describe()}"):
+            return
+        res = h.trace([exe], None, None, quiet=False, plugin="memtrace").result
+        ck.check_eq(res.status, EXIT_STATUS, f"memtrace on a Go program: exit status\n{res.describe()}")
+        said = [line for line in res.err.splitlines() if "is a Go program" in line]
+        ck.check(len(said) == 1 and "not traced" in said[0],
+                 f"memtrace on a Go program: want one line saying Go's heap is not traced, got {said}\n"
+                 f"{res.describe()}")
+        if len(said) == 1:
+            print(f"memtrace: {said[0]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+// A Go tracee for functracer (tests/integration/test_go.py): goroutines on several
+// threads, recursion deep enough to make the runtime grow (copy) goroutine stacks, a
+// panic recovered through traced frames, a method on a pointer receiver. It checks
+// its own results and prints how often each function under test ran, as the C
+// tracees do (tests/progs/tracee.h): "calls NAME=N ...".
+//
+// Each goroutine locks itself to its thread (runtime.LockOSThread, which is nosplit:
+// no preemption before it) before any other call: no goroutine moves to another thread
+// inside a traced call, and no other goroutine runs on its thread meanwhile, so each
+// thread's records nest (functracer keeps call stacks per thread, not per goroutine).
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	workers = 4
+	depth   = 3000 // frames of deep: its 256-byte argument grows the stack many times
+	rounds  = 5
+)
+
+var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls int64
+
+type pad [256]byte
+
+//go:noinline
+func deep(n int, p pad) int {
+	atomic.AddInt64(&deepCalls, 1)
+	if n == 0 {
+		return leaf(int(p[0]))
+	}
+	return deep(n-1, p) + 1
+}
+
+//go:noinline
+func leaf(x int) int {
+	atomic.AddInt64(&leafCalls, 1)
+	return x + 1
+}
+
+type Counter struct{ total int }
+
+//go:noinline
+func (c *Counter) Add(k int) int {
+	atomic.AddInt64(&methodCalls, 1)
+	c.total += k
+	return c.total
+}
+
+//go:noinline
+func panicker(n int) int {
+	atomic.AddInt64(&panickerCalls, 1)
+	if n == 0 {
+		panic("boom")
+	}
+	return panicker(n-1) + 1
+}
+
+// safe recovers the panic panicker raises from n frames down; its named result says so.
+//
+//go:noinline
+func safe(n int) (r int) {
+	atomic.AddInt64(&safeCalls, 1)
+	defer func() {
+		if recover() != nil {
+			r = -n
+		}
+	}()
+	return panicker(n)
+}
+
+//go:noinline
+func worker(id int, out []int, wg *sync.WaitGroup) {
+	defer wg.Done()
+	atomic.AddInt64(&workerCalls, 1)
+	c := &Counter{}
+	var p pad
+	p[0] = byte(id)
+	sum := 0
+	for i := 0; i < rounds; i++ {
+		sum += deep(depth, p)
+		sum += c.Add(i)
+		sum += safe(i + 3)
+	}
+	out[id] = sum
+}
+
+func init() { runtime.LockOSThread() }
+
+func main() {
+	runtime.GOMAXPROCS(workers)
+	out := make([]int, workers)
+	var wg sync.WaitGroup
+	for id := 0; id < workers; id++ {
+		wg.Add(1)
+		go func(id int) {
+			runtime.LockOSThread()
+			worker(id, out, &wg)
+		}(id)
+	}
+	wg.Wait()
+	for id := 0; id < workers; id++ {
+		// deep(depth) = depth + id + 1; Add's running total; safe(i+3) = -(i+3)
+		want := 0
+		total := 0
+		for i := 0; i < rounds; i++ {
+			total += i
+			want += depth + id + 1 + total - (i + 3)
+		}
+		if out[id] != want {
+			fmt.Fprintf(os.Stderr, "worker %d: got %d, want %d\n", id, out[id], want)
+			os.Exit(1)
+		}
+	}
+	fmt.Printf("%d workers agree\n", workers)
+	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d\n",
+		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls)
+	fmt.Printf("unwound panic main.panicker=%d\n", panickerCalls) // none returns
+	os.Exit(3)
+}
