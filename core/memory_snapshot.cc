@@ -22,9 +22,13 @@ void take(PluginHost& host, Process& p, Thread* at, const char* reason, TracerSt
   std::vector<ft_snapshot_region> regions;
   regions.reserve(maps->size());
   for (const MapsEntry& m : *maps) {
-    // functracer's own memory in the process (the recorder's buffers, the return
-    // records) is not the program's: no plugin looks at it.
-    if (m.start == p.space.recorder.region.value() || m.start == p.space.fast_data.value()) continue;
+    // functracer's own memory in the process (the recorder's buffers, also those an
+    // earlier attach left, the return records) is not the program's: no plugin looks at
+    // it. Reading a recorder region would also back every page of it (a sparse memfd of
+    // a gigabyte).
+    if (m.start == p.space.recorder.region.value() || m.start == p.space.fast_data.value() ||
+        m.path.starts_with("/memfd:functracer"))
+      continue;
     regions.push_back({m.start, m.end, m.offset, m.r, m.w, m.x, m.path.c_str()});
   }
   auto stack_end = [&](uint64_t sp) -> uint64_t {
