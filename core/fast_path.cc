@@ -53,11 +53,9 @@ RegionMapping::~RegionMapping() { ::munmap(base_, size_); }
 
 FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats)
     : injector_(injector), report_(report), stats_(stats) {
-  // On by default; FT_FAST_PATH=0 keeps a stop per entry, FT_FAST_PATH=1 insists
-  // (a warning when the machine cannot do it).
   const char* v = std::getenv("FT_FAST_PATH");
-  if (v && std::strcmp(v, "0") == 0) {
-    why_not_ = "turned off (FT_FAST_PATH=0)";
+  if (!v || std::strcmp(v, "1") != 0) {
+    why_not_ = "not asked for (FT_FAST_PATH=1)";
     return;
   }
   if (!arch::host().recorder) {
@@ -67,11 +65,7 @@ FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats
   } else {
     wanted_ = true;
   }
-  if (wanted_) return;
-  if (v && std::strcmp(v, "1") == 0)
-    log::warn("calls are recorded with a stop each: {}", why_not_);
-  else
-    FT_DEBUG("calls are recorded with a stop each: {}", why_not_);
+  if (!wanted_) log::warn("calls are recorded with a stop each: {}", why_not_);
 }
 
 bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
