@@ -73,29 +73,35 @@ std::string frame_label(const ReportFrame& f) {
   return label;
 }
 
-// The first pass: where the peak is and when the last heap event happened.
+// The first pass: where the peak is, how many heap events there are and when the
+// last one happened.
 class SpanObserver : public HeapObserver {
  public:
   void on_alloc(const Block& b) override {
     tracker_.alloc(b);
-    last_ns = std::max(last_ns, b.time_ns);
+    seen(b.time_ns);
   }
   void on_free(const Block& b, const Moment& when) override {
     tracker_.release(b);
-    last_ns = std::max(last_ns, when.time_ns);
+    seen(when.time_ns);
   }
   void on_discard(const Block& b, const Moment& when) override {
     tracker_.release(b);
-    last_ns = std::max(last_ns, when.time_ns);
+    seen(when.time_ns);
   }
   void end_process(const TraceReader& /*reader*/) override {
     peak_seq = tracker_.peak().blocks > 0 ? std::optional(tracker_.peak_seq()) : std::nullopt;
   }
 
   uint64_t last_ns = 0;
+  uint64_t events = 0;
   std::optional<uint64_t> peak_seq;
 
  private:
+  void seen(uint64_t time_ns) {
+    last_ns = std::max(last_ns, time_ns);
+    ++events;
+  }
   PeakTracker tracker_;
 };
 
@@ -108,32 +114,33 @@ struct Snapshot {
   std::vector<std::pair<SiteId, LiveCount>> per_site;  // detailed and peak
 };
 
-// The second pass: the snapshots.
+// The second pass: the snapshots, spread evenly over the heap events rather than
+// over the clock. A program's heap events often come in bursts (and the tracer's
+// start-up, or a program that spends its time computing, makes the clock longer
+// than the heap's activity): snapshots evenly spaced in time would then fall on
+// moments without a change and show the heap's shape in two or three points.
 class SnapshotObserver : public HeapObserver {
  public:
-  SnapshotObserver(uint64_t last_ns, std::optional<uint64_t> peak_seq)
-      : last_ns_(last_ns), peak_seq_(peak_seq) {}
+  SnapshotObserver(uint64_t last_ns, uint64_t events, std::optional<uint64_t> peak_seq)
+      : last_ns_(last_ns), events_(events), peak_seq_(peak_seq) {}
 
   void on_alloc(const Block& b) override {
-    take_until(b.time_ns);
     tracker_.alloc(b);
-    changed_ = true;
-    if (peak_seq_ && b.seq == *peak_seq_) take(b.time_ns, true);
+    bool peak = peak_seq_ && b.seq == *peak_seq_;
+    if (peak) take(b.time_ns, true);
+    after_event(b.time_ns, peak);
   }
   void on_free(const Block& b, const Moment& when) override {
-    take_until(when.time_ns);
     tracker_.release(b);
-    changed_ = true;
+    after_event(when.time_ns, false);
   }
   // The heap at the end stays in the last snapshot; an exec empties it.
   void on_discard(const Block& b, const Moment& when) override {
-    take_until(when.time_ns);
     tracker_.release(b);
-    changed_ = true;
+    after_event(when.time_ns, false);
   }
   void end_process(const TraceReader& /*reader*/) override {
-    take_until(std::numeric_limits<uint64_t>::max());
-    if (changed_ || snapshots.empty()) take(last_ns_, false);
+    if (snapshots.empty()) take(last_ns_, false);
   }
 
   std::vector<Snapshot> snapshots;
@@ -141,15 +148,21 @@ class SnapshotObserver : public HeapObserver {
  private:
   static constexpr size_t kRegular = kMaxSnapshots - 1;  // the peak is the other one
 
-  uint64_t target(size_t k) const {
-    return static_cast<uint64_t>(static_cast<unsigned __int128>(last_ns_) * k / (kRegular - 1));
+  // The number of heap events after which regular snapshot k is due: the last one
+  // after the last event, one after every event when there are fewer than kRegular.
+  uint64_t due(size_t k) const {
+    auto n = static_cast<unsigned __int128>(events_) * (k + 1);
+    return static_cast<uint64_t>((n + kRegular - 1) / kRegular);
   }
-  // The regular snapshots due before an event at `time_ns`.
-  void take_until(uint64_t time_ns) {
-    while (next_ < kRegular && target(next_) < time_ns) {
-      uint64_t t = target(next_++);
-      if (changed_ || snapshots.empty()) take(t, false);
+  void after_event(uint64_t time_ns, bool peak_taken) {
+    ++seen_;
+    bool is_due = false;
+    while (next_ < kRegular && due(next_) <= seen_) {
+      ++next_;
+      is_due = true;
     }
+    // The peak snapshot already shows the heap after this event.
+    if (is_due && !peak_taken) take(time_ns, false);
   }
   void take(uint64_t time_ns, bool peak) {
     Snapshot s;
@@ -162,14 +175,14 @@ class SnapshotObserver : public HeapObserver {
     }
     if (s.tree != TreeKind::kEmpty) s.per_site = tracker_.live_now();
     snapshots.push_back(std::move(s));
-    changed_ = false;
   }
 
   uint64_t last_ns_;
+  uint64_t events_;
   std::optional<uint64_t> peak_seq_;
   PeakTracker tracker_;
+  uint64_t seen_ = 0;
   size_t next_ = 0;
-  bool changed_ = false;
 };
 
 }  // namespace
@@ -206,7 +219,7 @@ Status report_massif(const ReportOptions& options, Output& out, Diagnostics& dia
   if (auto r = first.replay(options.traces, span, replay); !r) return r.error();
 
   HeapSession session(diag, options.resolve);
-  SnapshotObserver observer(span.last_ns, span.peak_seq);
+  SnapshotObserver observer(span.last_ns, span.events, span.peak_seq);
   if (auto r = session.replay(options.traces, observer, replay); !r) return r.error();
 
   std::string cmd = options.traces[0];

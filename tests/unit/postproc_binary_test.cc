@@ -3,6 +3,9 @@
 // stderr in one line, exit statuses (0, 1 for bad input, 2 for usage), --help.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -119,6 +122,45 @@ TEST_F(Binary, DumpJsonLinesAreJson) {
   std::vector<std::string> lines = split_lines(r.out);
   EXPECT_EQ(lines.size(), 28u);
   for (const std::string& line : lines) EXPECT_TRUE(is_valid_json(line)) << line;
+}
+
+// A program quiet for a second that then allocates 300 blocks within a millisecond and
+// frees them: massif's snapshots follow the heap's activity, not the clock (snapshots
+// evenly spaced over the second would all but two fall before the first allocation).
+TEST_F(Binary, MassifSnapshotsFollowABurst) {
+  std::string trace =
+      "functracer-trace 1\n"
+      "1 300 0 header format=1 arch=\"x86_64\" pid=300 exe=\"/bin/burst\" cmdline=\"burst\" "
+      "start_realtime_ns=1700000000000000000 plugins=\"memtrace\" backtrace_depth=1\n"
+      "2 300 0 process ppid=1\n";
+  uint64_t seq = 3, t = 1'000'000'000;
+  for (int i = 0; i < 300; ++i, t += 1000)
+    trace += fmt::format("{} 300 {} alloc function=\"malloc\" size=10 address={:#x} frames=[0x401234]\n",
+                         seq++, t, 0x10000 + i * 0x20);
+  for (int i = 0; i < 300; ++i, t += 1000)
+    trace += fmt::format("{} 300 {} free function=\"free\" address={:#x}\n", seq++, t,
+                         0x10000 + i * 0x20);
+  std::string in = tmp_.write("burst.trace", trace);
+  RunResult r = run({"massif", in});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<uint64_t> heap;
+  size_t detailed = 0, peak = 0;
+  for (const std::string& line : split_lines(r.out)) {
+    if (line.rfind("mem_heap_B=", 0) == 0) heap.push_back(std::stoull(line.substr(11)));
+    detailed += line == "heap_tree=detailed";
+    peak += line == "heap_tree=peak";
+  }
+  ASSERT_EQ(heap.size(), 100u);  // massif's --max-snapshots
+  EXPECT_EQ(peak, 1u);
+  EXPECT_GE(detailed, 9u);
+  EXPECT_EQ(*std::max_element(heap.begin(), heap.end()), 3000u);
+  EXPECT_EQ(heap.back(), 0u);
+  // The heap grows by 10 bytes an event and shrinks by 10: each of the 99 regular
+  // snapshots is about 6 events (60 bytes) from the one before.
+  for (size_t i = 1; i < heap.size(); ++i) {
+    uint64_t step = heap[i] > heap[i - 1] ? heap[i] - heap[i - 1] : heap[i - 1] - heap[i];
+    EXPECT_LE(step, 70u) << "snapshot " << i;
+  }
 }
 
 }  // namespace
