@@ -51,6 +51,11 @@ struct Backtracer::Impl {
   std::unordered_map<const ElfImage*, Cfi> cfis;
   bool verify = false;  // FT_UNWIND_VERIFY: walk every stack with libunwind too, and compare
 
+  // Before a walk of t's stack from r (its hijacked return addresses, the first stack
+  // window), and after it.
+  void begin(Process& p, Thread& t, const Registers& r, Backtracer::Stats& st);
+  void end();
+
   const FrameRule* rule_for(uint64_t pc) {
     auto [it, fresh] = rules.try_emplace(pc);
     if (fresh) {
@@ -241,8 +246,7 @@ unw_accessors_t g_accessors = {find_proc_info, put_unwind_info, get_dyn_info_lis
 Backtracer::Backtracer() : impl_(std::make_unique<Impl>()) {
   impl_->as = unw_create_addr_space(&g_accessors, 0);
   if (impl_->as) unw_set_caching_policy(impl_->as, UNW_CACHE_GLOBAL);
-  const char* v = std::getenv("FT_UNWIND_VERIFY");
-  impl_->verify = v && *v && std::strcmp(v, "0") != 0;
+  impl_->verify = verify_requested();
 }
 
 Backtracer::~Backtracer() {
@@ -254,6 +258,8 @@ Backtracer::~Backtracer() {
   g_totals.by_rules += stats_.by_rules;
   g_totals.verified += stats_.verified;
   g_totals.mismatches += stats_.mismatches;
+  g_totals.recorded_verified += stats_.recorded_verified;
+  g_totals.recorded_mismatches += stats_.recorded_mismatches;
 }
 
 void Backtracer::flush() {
@@ -262,26 +268,39 @@ void Backtracer::flush() {
   impl_->cfis.clear();
 }
 
+bool Backtracer::verify_requested() {
+  const char* v = std::getenv("FT_UNWIND_VERIFY");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void Backtracer::Impl::begin(Process& p, Thread& t, const Registers& r, Stats& st) {
+  process = &p;
+  regs = &r;
+  stats = &st;
+  patches.clear();
+  for (const ShadowFrame& f : t.stack.frames()) {
+    if (!f.armed || f.site) continue;
+    // Tail-call partners share a slot; the outermost frame holds the real address.
+    if (std::none_of(patches.begin(), patches.end(), [&](const auto& e) { return e.first == f.slot.value(); }))
+      patches.emplace_back(f.slot.value(), f.real_ret.value());
+  }
+  win_lo = win_hi = r.sp().value();
+  win_at_end = false;
+  window.clear();
+  window.reserve(kFirstWindow);
+  grow_window(win_lo + kFirstWindow);
+}
+
+void Backtracer::Impl::end() {
+  process = nullptr;
+  regs = nullptr;
+}
+
 size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool skip_first, std::span<uint64_t> out) {
   Impl& s = *impl_;
   if (!s.as || out.empty()) return 0;
   ++stats_.backtraces;
-  s.process = &p;
-  s.regs = &regs;
-  s.stats = &stats_;
-  s.patches.clear();
-  for (const ShadowFrame& f : t.stack.frames()) {
-    if (!f.armed || f.site) continue;
-    // Tail-call partners share a slot; the outermost frame holds the real address.
-    if (std::none_of(s.patches.begin(), s.patches.end(), [&](const auto& e) { return e.first == f.slot.value(); }))
-      s.patches.emplace_back(f.slot.value(), f.real_ret.value());
-  }
-  s.win_lo = s.win_hi = regs.sp().value();
-  s.win_at_end = false;
-  s.window.clear();
-  s.window.reserve(kFirstWindow);
-  s.grow_window(s.win_lo + kFirstWindow);
-
+  s.begin(p, t, regs, stats_);
   size_t n = 0;
   if (s.walk_rules(regs, skip_first, out, n)) {
     ++stats_.by_rules;
@@ -301,9 +320,26 @@ size_t Backtracer::capture(Process& p, Thread& t, const Registers& regs, bool sk
     n = s.walk_libunwind(skip_first, out);
   }
   stats_.frames += n;
-  s.process = nullptr;
-  s.regs = nullptr;
+  s.end();
   return n;
+}
+
+void Backtracer::check_recorded_walk(Process& p, Thread& t, const Registers& regs, std::span<const uint64_t> walk,
+                                     bool complete) {
+  Impl& s = *impl_;
+  if (!s.as || walk.empty()) return;
+  s.begin(p, t, regs, stats_);
+  // A complete walk ended at the outermost frame: libunwind must find no frame more.
+  std::vector<uint64_t> check(walk.size() + (complete ? 1 : 0));
+  size_t m = s.walk_libunwind(/*skip_first=*/true, check);
+  s.end();
+  ++stats_.recorded_verified;
+  if (m != walk.size() || !std::equal(walk.begin(), walk.end(), check.begin())) {
+    if (++stats_.recorded_mismatches <= 10)
+      log::warn("backtrace walked in the process differs from libunwind's at the entry of {:#x} ({} frames "
+                "against {}{})",
+                regs.ip().value(), walk.size(), m, m == check.size() && complete ? " or more" : "");
+  }
 }
 
 }  // namespace ft

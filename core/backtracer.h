@@ -47,6 +47,17 @@ class Backtracer {
   // entry reports from its caller on). Returns the number of frames written.
   size_t capture(Process& p, Thread& t, const Registers& regs, bool skip_first, std::span<uint64_t> out);
 
+  // FT_UNWIND_VERIFY=1: every walk through frame rules, functracer's own and the
+  // in-process recorder's, is checked against libunwind.
+  static bool verify_requested();
+
+  // A call stack the recorder walked in the process at the entry of a call (FT_REC_WALK)
+  // whose entry registers are regs, the thread still at that entry: compared with
+  // libunwind's walk of the same stack (FT_UNWIND_VERIFY). complete: the walk reached
+  // the outermost frame (else it stopped at the depth asked for).
+  void check_recorded_walk(Process& p, Thread& t, const Registers& regs, std::span<const uint64_t> walk,
+                           bool complete);
+
   // Modules were unmapped or replaced: forget cached unwind information.
   void flush();
 
@@ -54,6 +65,7 @@ class Backtracer {
     uint64_t backtraces = 0, frames = 0, stack_reads = 0, other_reads = 0;
     uint64_t by_rules = 0;              // walked through frame rules alone, without libunwind
     uint64_t verified = 0, mismatches = 0;  // FT_UNWIND_VERIFY: compared with libunwind, and differing
+    uint64_t recorded_verified = 0, recorded_mismatches = 0;  // the same for walks made in the process
   };
   const Stats& stats() const { return stats_; }
   // Of every Backtracer of the session (for --stats).

@@ -16,6 +16,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/signal_names.h"
+#include "core/backtracer.h"
 #include "core/log.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
@@ -53,9 +54,11 @@ RegionMapping::~RegionMapping() { ::munmap(base_, size_); }
 
 FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats)
     : injector_(injector), report_(report), stats_(stats) {
+  // On by default; FT_FAST_PATH=0 keeps a stop per entry, FT_FAST_PATH=1 insists
+  // (a warning when the machine cannot do it).
   const char* v = std::getenv("FT_FAST_PATH");
-  if (!v || std::strcmp(v, "1") != 0) {
-    why_not_ = "not asked for (FT_FAST_PATH=1)";
+  if (v && std::strcmp(v, "0") == 0) {
+    why_not_ = "turned off (FT_FAST_PATH=0)";
     return;
   }
   if (!arch::host().recorder) {
@@ -65,7 +68,11 @@ FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats
   } else {
     wanted_ = true;
   }
-  if (!wanted_) log::warn("calls are recorded with a stop each: {}", why_not_);
+  if (wanted_) return;
+  if (v && std::strcmp(v, "1") == 0)
+    log::warn("calls are recorded with a stop each: {}", why_not_);
+  else
+    FT_DEBUG("calls are recorded with a stop each: {}", why_not_);
 }
 
 bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
@@ -145,6 +152,7 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
     return false;
   }
   rs.header()->return_stub = rs.return_stub.value();
+  rs.header()->verify_walks = Backtracer::verify_requested() ? 1 : 0;
   rs.ready = true;
   rs.needs_region = false;
   FT_DEBUG("process {}: recorder region at {:#x}, code at {:#x}", p.pid(), region.value(), rs.code.value());

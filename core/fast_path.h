@@ -38,7 +38,7 @@ class FastPath {
  public:
   FastPath(Injector& injector, EventReporter& report, TracerStats& stats);
 
-  // FT_FAST_PATH=1 asks for it; the machine must let the process read its thread
+  // On unless FT_FAST_PATH=0; the machine must let the process read its thread
   // pointer without a system call.
   bool wanted() const { return wanted_; }
   const std::string& why_not() const { return why_not_; }

@@ -178,6 +178,9 @@ int main(int argc, char** argv) {
                      bt.verified ? fmt::format(", {} checked against libunwind, {} differed", bt.verified,
                                                bt.mismatches)
                                  : std::string());
+    if (bt.recorded_verified)
+      ft::log::error("{} backtraces walked in the process checked against libunwind, {} differed",
+                     bt.recorded_verified, bt.recorded_mismatches);
   }
   for (const std::string& line : summary->lines(stats, opts.output_dir, opts.plugins.front()))
     ft::log::info("{}", line);

@@ -57,6 +57,12 @@ struct Thread {
   // (where, and what it was) and the signals, oldest first.
   RemoteAddr held_at, held_return;
   std::vector<siginfo_t> held_signals;
+  // FT_UNWIND_VERIFY: the call stack the recorder walked at the entry this thread then
+  // took the stop path of (an FT_REC_WALK record: the entry's slot, the return
+  // addresses, whether it reached the outermost frame), checked at that stop.
+  RemoteAddr walk_slot;
+  std::vector<uint64_t> walk_frames;
+  bool walk_complete = false;
   // Its exit stop was seen (PTRACE_EVENT_EXIT), with the registers it ended with
   // (memory_snapshot.h).
   bool exit_seen = false;

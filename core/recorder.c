@@ -108,6 +108,20 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
       if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
       return FT_REC_STOP;
     }
+    if (__atomic_load_n(&h->verify_walks, __ATOMIC_RELAXED)) {
+      /* The walk alone, for functracer to compare with libunwind's on the same stack at
+       * the stop path's trap; the call is the stop path's. */
+      if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
+      struct ft_rec_event wv = {0};
+      wv.kind = FT_REC_WALK;
+      wv.nwords = (uint16_t)(FT_REC_WALK_FRAMES + (unsigned)got);
+      wv.fn = FT_REC_SITE_FN(site);
+      wv.flags = complete ? FT_REC_STACK_COMPLETE : 0;
+      wv.tsc = tsc;
+      words[1 + nargs] = (uint64_t)slot; /* just before the frames */
+      (void)ft_rec_write_event(r, ring_bytes, &wv, words + 1 + nargs);
+      return FT_REC_STOP;
+    }
   }
   struct ft_rec_event ev = {0};
   ev.kind = FT_REC_CALL;

@@ -45,6 +45,8 @@ enum {
   FT_REC_RETURN_VALUE2,
   FT_REC_RETURN_FP,
   FT_REC_RETURN_WORDS,
+  FT_REC_WALK_SLOT = 0,     /* the call's slot, then the walk's return addresses */
+  FT_REC_WALK_FRAMES,
 };
 /* Event flags. */
 #define FT_REC_HOOKED 1u /* a call whose return is hooked: a FT_REC_RETURN follows */

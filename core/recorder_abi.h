@@ -53,6 +53,8 @@ extern "C" {
 enum {
   FT_REC_CALL = 1,   /* a recorded function was entered */
   FT_REC_RETURN = 2, /* it returned (the return hook in the process) */
+  FT_REC_WALK = 3,   /* a call stack walked in the process for FT_UNWIND_VERIFY: the call
+                        itself takes the stop path, whose walk it is compared with */
 };
 
 /* One thread's key: its thread pointer and its ring's index. */
@@ -92,7 +94,8 @@ struct ft_rec_header {
   uint64_t frames_offset; /* of ring 0's frames (FT_REC_MAX_FRAMES ft_rec_frame per ring) */
   uint64_t return_stub;   /* the code a hooked return goes to (written into the slot) */
   uint64_t unwind_offset; /* of the frame rules in use (ft_rec_unwind_index), 0: none yet */
-  uint64_t pad[5];
+  uint64_t verify_walks;  /* FT_UNWIND_VERIFY: walk, write an FT_REC_WALK and take the stop path */
+  uint64_t pad[4];
   struct ft_rec_key keys[FT_REC_KEYS];
 };
 

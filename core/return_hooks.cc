@@ -250,6 +250,12 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
   if (e.fn >= p.space.functions.size()) return;  // not a record of ours: the program wrote there
   const FunctionInfo& fn = p.space.functions[e.fn];
   bool reported = !p.silent || p.reports_to;
+  if (e.kind == FT_REC_WALK && e.nwords > FT_REC_WALK_FRAMES) {
+    t.walk_slot = RemoteAddr(e.words[FT_REC_WALK_SLOT]);
+    t.walk_frames.assign(e.words + FT_REC_WALK_FRAMES, e.words + e.nwords);
+    t.walk_complete = (e.flags & FT_REC_STACK_COMPLETE) != 0;
+    return;
+  }
   if (e.kind == FT_REC_CALL) {
     RemoteAddr slot(e.words[FT_REC_CALL_SLOT]), ret(e.words[FT_REC_CALL_RETURN_TO]);
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());

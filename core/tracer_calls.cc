@@ -67,6 +67,14 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (!bp_ref.entry.null()) fast_path_.note_thread(t, regs);
   Registers at_breakpoint = regs;
   at_breakpoint.set_ip(addr);
+  if (!t.walk_frames.empty()) {
+    // FT_UNWIND_VERIFY: the recorder walked this entry's stack and sent it here.
+    if (!bp_ref.entry.null() && t.walk_slot == regs.sp()) {
+      if (!p.space.unwinder) p.space.unwinder = std::make_unique<Backtracer>();
+      p.space.unwinder->check_recorded_walk(p, t, at_breakpoint, t.walk_frames, t.walk_complete);
+    }
+    t.walk_frames.clear();
+  }
   EventReporter::AtStop at_stop(report_, at_breakpoint);
   if (hooks & kHookReturnSite) {
     auto r = t.stack.pop_site(regs.sp(), addr);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Calls recorded inside the traced process (doc/internals.md §8b, FT_FAST_PATH=1),
-checked against the stop path (every entry a breakpoint stop) on the same programs:
+"""Calls recorded inside the traced process (doc/internals.md §8b, the default),
+checked against the stop path (FT_FAST_PATH=0: every entry a breakpoint stop) on the same programs:
 
   * the same events: per thread, the sequence of call, return and unwound records
     (function, depth, return values, unwinding reason), for recursion, mutual
@@ -46,7 +46,10 @@ def stats(err):
 
 def traced(ck, label, exe, args, patterns, outdir, fast, extra=()):
     env = dict(os.environ)
-    env["FT_FAST_PATH"] = "1" if fast else "0"
+    if fast:
+        env.pop("FT_FAST_PATH", None)  # the default
+    else:
+        env["FT_FAST_PATH"] = "0"
     cmd = [h.functracer(), "-e", "calltrace", "-a", patterns, "--uncompressed", "-o", outdir, "--stats", *extra,
            exe, *args]
     res = h.run(cmd, timeout=h.TRACED_TIMEOUT, env=env)
@@ -159,7 +162,7 @@ def check_memtrace(ck, tmp):
         runs = []
         for fast in (True, False):
             out = os.path.join(tmp, f"mem-{name}-{int(fast)}")
-            env = dict(os.environ, FT_FAST_PATH="1" if fast else "0")
+            env = dict(os.environ, FT_FAST_PATH="1" if fast else "0")  # 1: as the default, explicitly
             res = h.run([h.functracer(), "-e", "memtrace", "-b", "12", "--uncompressed", "-o", out, "--stats", exe],
                         timeout=h.TRACED_TIMEOUT, env=env)
             ck.check(res.status == 0 and not res.timed_out, f"memtrace {name}: traced run failed\n{res.describe()}")

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Returns handled inside the traced process (doc/internals.md, "Returns without a
-stop"), checked against the trampoline's stop per return (FT_FAST_RETURNS=0):
+stop") of calls whose entry is a stop (FT_FAST_PATH=0, as for the functions the
+in-process recorder refuses), checked against the trampoline's stop per return
+(FT_FAST_RETURNS=0):
 
   * cost: a traced call is one stop, where the trampoline needs two (--stats);
   * the same events: for single-threaded programs, the sequence of call, return
@@ -48,7 +50,9 @@ def stats_numbers(err):
 
 
 def traced(ck, label, exe, args, patterns, outdir, fast, extra=()):
-    env = dict(os.environ)
+    # Entries keep their breakpoint (FT_FAST_PATH=0): these are the returns of calls
+    # that reach functracer by a stop, as for the functions the recorder refuses.
+    env = dict(os.environ, FT_FAST_PATH="0")
     if not fast:
         env["FT_FAST_RETURNS"] = "0"
     cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", patterns, "--uncompressed", "-o", outdir, "--stats", *extra, exe, *args]

@@ -13,8 +13,8 @@ FT_LOAD_SECONDS (default 60) sets how long the traced program runs.
   * every thread makes progress: none makes ten times fewer iterations than
     another (functracer serves the stops of all threads in turn);
   * functracer prints nothing but its --stats summary; the summary agrees with
-    the trace (no frame unwound, at least as many calls and returns as recorded)
-    and the trace holds no `lost` record;
+    the trace (no frame unwound, at least as many calls and returns as recorded,
+    nothing lost by the in-process recorder) and the trace holds no `lost` record;
   * the raw records (tracefile.py, not the post-processor): every thread
     balanced (calls = returns + unwound, properly nested, consistent depths),
     ld_leaf's return value = 3 * a + b for its arguments on every call; for
@@ -51,6 +51,8 @@ BAD_FREE_REASONS = collections.Counter()  # reason of every bad_free record
 THREAD_LINE = re.compile(r"^thread (\d+) tid=(\d+) iterations=(\d+) " +
                          " ".join(f"{n}=(\\d+)" for n in FUNCTIONS + ALLOCATORS) + "$")
 FAST_LINE = re.compile(r"^functracer: (\d+) returns hooked in the process, (\d+) of them returned without a stop$")
+REC_LINE = re.compile(r"^functracer: (\d+) function entries patched for the in-process recorder, (\d+) kept a "
+                      r"breakpoint; (\d+) calls and (\d+) returns recorded in the process, (\d+) lost to full buffers$")
 STATS_LINE = re.compile(r"^functracer: (\d+) events \((\d+) calls, (\d+) returns, (\d+) unwound, "
                         r"(\d+) other\), (\d+) ptrace stops \([0-9.]+ per event\), (\d+) breakpoints, (\d+) refused")
 
@@ -187,8 +189,9 @@ def check_stats(ck, stderr, types, logs):
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     stats = [STATS_LINE.match(ln) for ln in lines]
     fast = [FAST_LINE.match(ln) for ln in lines]
-    others = [ln for ln, m, fm in zip(lines, stats, fast)
-              if not m and not fm and not re.match(r"^functracer: \d+ (backtraces|memory snapshots?)", ln)]
+    rec = [REC_LINE.match(ln) for ln in lines]
+    others = [ln for ln, m, fm, rm in zip(lines, stats, fast, rec)
+              if not m and not fm and not rm and not re.match(r"^functracer: \d+ (backtraces|memory snapshots?)", ln)]
     ck.check(not others, f"functracer printed more than its summary: {others[:5]}")
     found = [m for m in stats if m]
     if not ck.check(len(found) == 1, f"want one --stats summary line on stderr, got {lines[:5]}"):
@@ -220,13 +223,22 @@ def check_stats(ck, stderr, types, logs):
     ck.check(returns >= rec_returns + heap_returns,
              f"--stats reports {returns} returns, the trace holds {rec_returns} return records and "
              f"{heap_returns} allocator returns")
-    # A return handled in the process costs no stop; every other event one.
+    # A return handled in the process costs no stop, and so does a call or return
+    # recorded in the process (doc/internals.md §8a, §8b); every other event one.
     fast = [m for m in fast if m]
     without_stop = int(fast[0].group(2)) if fast else 0
-    ck.check(without_stop <= returns, f"--stats: {without_stop} returns without a stop, {returns} returns")
-    ck.check(stops >= calls + returns - without_stop,
+    rec = [m for m in rec if m]
+    patched, kept, in_calls, in_returns, lost = (int(g) for g in rec[0].groups()) if rec else (0, 0, 0, 0, 0)
+    if rec:
+        print(f"in the process: {patched} entries patched, {kept} kept a breakpoint; {in_calls} calls and "
+              f"{in_returns} returns recorded there, {lost} lost")
+    ck.check_eq(lost, 0, "--stats: records lost to full buffers in the process")
+    ck.check(without_stop + in_returns <= returns and in_calls <= calls,
+             f"--stats: {without_stop} + {in_returns} returns and {in_calls} calls without a stop, "
+             f"{calls} calls and {returns} returns in all")
+    ck.check(stops >= calls + returns - without_stop - in_calls - in_returns,
              f"--stats: {stops} stops for {calls} calls and {returns} returns, "
-             f"{without_stop} of them handled in the process")
+             f"{without_stop + in_calls + in_returns} of them handled in the process")
 
 
 def main():

@@ -10,6 +10,11 @@ deep backtraces (-b 32) on real programs and on the test programs with C++
 exceptions, signal handlers (signal frames), threads and forks, and requires that
 no backtrace differs, and that the rules did the walking for most of them.
 
+Calls recorded in the process (the in-process recorder) walk their stacks there, with
+the same rules in a compact table. With FT_UNWIND_VERIFY=1 such a walk is sent to
+functracer and the call takes the stop path, where libunwind walks the same stack:
+--stats counts those checks on a line of their own, and none may differ either.
+
 usage: test_unwind_rules.py EXCEPTIONS_O2 LEAKS_CXX_O2 SIGNALS_O0 FORKS_O2 THREADS_O2"""
 
 import os
@@ -22,6 +27,7 @@ import ftharness as h  # noqa: E402
 
 STATS = re.compile(r"(\d+) backtraces \([0-9.]+ frames each, (\d+) through frame rules alone\).*?"
                    r"(\d+) checked against libunwind, (\d+) differed")
+IN_PROCESS = re.compile(r"(\d+) backtraces walked in the process checked against libunwind, (\d+) differed")
 
 
 def main():
@@ -39,7 +45,7 @@ def main():
         ("forks -f", [forks], ["-f"]),
     ]
     env = dict(os.environ, FT_UNWIND_VERIFY="1")
-    total = by_rules = 0
+    total = by_rules = in_process = 0
     with h.TempDir() as tmp:
         for name, cmd, extra in cases:
             if not shutil.which(cmd[0]) and not os.path.exists(cmd[0]):
@@ -63,7 +69,15 @@ def main():
             ck.check("differs from libunwind" not in res.err, f"{name}: a difference was reported: {res.err!r}")
             total += n
             by_rules += rules
-    print(f"all: {total} backtraces, {by_rules} through frame rules alone")
+            ip = IN_PROCESS.search(res.err)
+            if ip:
+                walked, walk_differed = int(ip.group(1)), int(ip.group(2))
+                print(f"{name}: {walked} backtraces walked in the process checked, {walk_differed} differed")
+                ck.check_eq(walk_differed, 0, f"{name}: backtraces walked in the process that differ from libunwind's")
+                in_process += walked
+    print(f"all: {total} backtraces, {by_rules} through frame rules alone, {in_process} walked in the process")
+    if os.environ.get("FT_FAST_PATH") != "0":
+        ck.check(in_process > 0, "no backtrace walked in the process was checked (is the recorder off?)")
     ck.check(total > 0 and by_rules >= 0.9 * total,
              f"only {by_rules} of {total} backtraces walked through frame rules")
     ck.finish()
