@@ -167,9 +167,10 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
     reason = "the process runs on memory that is not its own";
     return false;
   }
-  // Every other thread must be held where it is (attach stops them all), and none may
-  // be inside the bytes the jump replaces (checked below).
-  std::vector<RemoteAddr> other_pcs;
+  // Every other thread must be held where it is (attach stops them all); one inside
+  // the bytes the jump replaces is moved to the same instruction in the relocated copy
+  // (below).
+  std::vector<std::pair<pid_t, Registers>> others;
   for (const auto& [tid, other] : p.threads()) {
     if (other.get() == &t) continue;
     if (!other->stopped || other->awaiting_initial_stop) {
@@ -181,7 +182,7 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
       reason = "another thread's registers cannot be read";
       return false;
     }
-    other_pcs.push_back(r->ip());
+    others.emplace_back(tid, *r);
   }
   if (sym.size == 0 || sym.size > (1u << 20)) {
     reason = "its size is unknown";
@@ -244,12 +245,30 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   }
   RemoteAddr at = RemoteAddr(plan.patch_addr(addr.value()));
   RemoteAddr resume = addr + static_cast<int64_t>(plan.window_length);
-  other_pcs.push_back(regs.ip());
-  for (RemoteAddr pc : other_pcs)
-    if (pc > at && pc < resume) {
-      reason = "a thread is stopped inside its first instructions";
+  // The thread functracer works with keeps its pc (its registers may be restored from
+  // a copy taken before); the others are moved.
+  if (regs.ip() > at && regs.ip() < resume) {
+    reason = "the stopped thread is inside its first instructions";
+    return false;
+  }
+  struct Move {
+    pid_t tid;
+    Registers regs;
+    RemoteAddr from;
+  };
+  std::vector<Move> moves;
+  for (auto& [tid, r] : others) {
+    RemoteAddr pc = r.ip();
+    if (pc <= at || pc >= resume) continue;
+    auto mp = std::find_if(plan.moved_pcs.begin(), plan.moved_pcs.end(),
+                           [&](const arch::MovedPc& m) { return addr + static_cast<int64_t>(m.from) == pc; });
+    if (mp == plan.moved_pcs.end()) {
+      reason = "a thread is stopped inside its first instructions, not at one of them";
       return false;
     }
+    r.set_ip(RemoteAddr(req.copy) + static_cast<int64_t>(mp->to));
+    moves.push_back({tid, r, pc});
+  }
   uint64_t site = fn_id | uint64_t{std::min(nargs, FT_REC_MAX_ARGS)} << FT_REC_SITE_NARGS_SHIFT |
                   uint64_t{std::min(frames, FT_REC_MAX_STACK)} << FT_REC_SITE_FRAMES_SHIFT;
   if (fn.return_mask) site |= FT_REC_SITE_RETURN;
@@ -262,8 +281,21 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   }
   RemoteAddr allocated = area.allocate(kTrampolineBytes);
   FT_CHECK(allocated == tramp, "out-of-line area moved on");
-  // The trampoline is complete before the jump to it exists.
-  if (!p.mem().write(tramp, code.code) || !p.mem().write(at, plan.patch)) {
+  // The trampoline is complete before the jump to it exists, and the threads inside
+  // the window are in the copy before they could run into the jump's bytes.
+  if (!p.mem().write(tramp, code.code)) {
+    reason = "its code cannot be written";
+    return false;
+  }
+  for (const Move& mv : moves) {
+    if (!ptrace::set_regs(mv.tid, mv.regs)) {
+      reason = "a thread inside its first instructions cannot be moved";
+      return false;  // the threads moved so far run the copy: the same instructions
+    }
+    FT_DEBUG("thread {}: moved from {:#x} inside {}'s first instructions to its copy at {:#x}", mv.tid,
+             mv.from.value(), sym.name, mv.regs.ip().value());
+  }
+  if (!p.mem().write(at, plan.patch)) {
     reason = "its code cannot be written";
     return false;
   }
@@ -273,6 +305,8 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   s.original = plan.original;
   s.trampoline = tramp;
   s.slow_trap = tramp + static_cast<int64_t>(code.slow_trap);
+  s.copy = RemoteAddr(req.copy);
+  for (const arch::MovedPc& m : plan.moved_pcs) s.moved_pcs.emplace_back(m.from, m.to);
   s.fn = fn_id;
   s.module = &m;
   if (frames && !rs.walks) {
@@ -570,6 +604,16 @@ void FastPath::settle_for_detach(Process& p) {
       } else if (pc == rs.signal_trap && !t->held_at.null()) {
         for (const siginfo_t& si : take_held(*t, *regs)) requeue_signal(p.pid(), tid, si);
         moved = true;
+      } else if (site && pc >= site->copy) {
+        // In the relocated copy, at one of the window's instructions: back to the
+        // original (put back at the detach) rather than stepped, which would take as
+        // long as the instruction runs (a `rep movsb`, a loop's first instructions).
+        for (const auto& [from, to] : site->moved_pcs)
+          if (site->copy + static_cast<int64_t>(to) == pc) {
+            regs->set_ip(site->entry + static_cast<int64_t>(from));
+            moved = true;
+            break;
+          }
       }
       uint8_t insn[1] = {};
       int dir = 0;

@@ -47,6 +47,12 @@ struct EntryPatchSite {
   std::vector<uint8_t> original; // the bytes the jump replaced
   RemoteAddr trampoline;
   RemoteAddr slow_trap;          // the trampoline's trap of the stop path
+  // The relocated first instructions, in the trampoline: where the copy starts and,
+  // for each of the window's instructions, its offset from the entry and its copy's
+  // offset from `copy` (a thread inside the window at the patch is moved to the copy;
+  // one inside the copy at the detach, back).
+  RemoteAddr copy;
+  std::vector<std::pair<uint32_t, uint32_t>> moved_pcs;
   uint32_t fn = 0;               // FunctionInfo id
   const Module* module = nullptr;
 };

@@ -31,9 +31,9 @@ import ftharness as h  # noqa: E402
 ROUNDS = 6
 MIN_ROUNDS = 3  # attaching to sixteen busy threads is slow on a loaded machine
 TARGET_SECONDS = 60
-# The attach rounds' target: each round's trace is read while it runs, which takes
-# longer when more is recorded per round (calls recorded in the process).
-ROUNDS_TARGET_SECONDS = 90
+# The attach rounds' target: long enough for ROUNDS attaches to sixteen busy threads
+# on a loaded machine (the traces are read after it ends).
+ROUNDS_TARGET_SECONDS = 45
 ALLOCATORS = ["malloc", "calloc", "realloc"]
 PLUGINS = ["-e", "memtrace", "-e", "calltrace", "-a", ",".join(ALLOCATORS), "--uncompressed"]
 
@@ -50,7 +50,11 @@ def interrupted(records, reason):
 def attach_rounds(ck, load, tmp):
     target = h.popen([load, str(ROUNDS_TARGET_SECONDS)])
     total = 0
+    done = []  # (label, trace directory) of the rounds that detached
     try:
+        # The rounds first, their traces read afterwards: reading a round's trace takes
+        # longer than the round (tens of thousands of records), and the target must
+        # still run for the next one.
         for i in range(ROUNDS):
             if target.poll() is not None:
                 ck.check(i >= MIN_ROUNDS, f"the target ended after {i} rounds (status {target.returncode})")
@@ -61,22 +65,24 @@ def attach_rounds(ck, load, tmp):
             tracer = h.attach_window(ck, label, cmd, out, target, 0.3)
             if tracer is None or not h.detach(ck, label, tracer, signal.SIGINT, cmd):
                 continue
-            files = h.trace_files(out)
-            records = h.dump_records(ck, files) if files else None
-            if not ck.check(records, f"{label}: no trace"):
-                continue
-            cut, failed, allocs = interrupted(records, "detach")
-            total += cut
-            print(f"{label}: {allocs} allocations, {cut} allocator calls in progress at the detach, "
-                  f"{len(failed)} alloc_failed")
-            ck.check(allocs > 0, f"{label}: memtrace recorded no allocation")
-            ck.check_eq(len(failed), 0, f"{label}: alloc_failed records in a program whose allocations "
-                                        f"never fail\n{failed[:3]}")
+            done.append((label, out))
         out, err = target.communicate(timeout=ROUNDS_TARGET_SECONDS + 120)
         ck.check(target.returncode == 0 and b"check ok" in out,
                  f"the target after the detaches: status {target.returncode}\n{err.decode()[-1500:]}")
     finally:
         h.kill_all(target)
+    for label, out in done:
+        files = h.trace_files(out)
+        records = h.dump_records(ck, files) if files else None
+        if not ck.check(records, f"{label}: no trace"):
+            continue
+        cut, failed, allocs = interrupted(records, "detach")
+        total += cut
+        print(f"{label}: {allocs} allocations, {cut} allocator calls in progress at the detach, "
+              f"{len(failed)} alloc_failed")
+        ck.check(allocs > 0, f"{label}: memtrace recorded no allocation")
+        ck.check_eq(len(failed), 0, f"{label}: alloc_failed records in a program whose allocations "
+                                    f"never fail\n{failed[:3]}")
     return total
 
 
