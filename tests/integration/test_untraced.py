@@ -18,6 +18,9 @@ usage: test_untraced.py RECURSION-O0
     calltrace runs with -q: stderr names fib and a uprobe of bpftrace or perf as the
     likely cause, once; the trace has an untraced record whose reason starts with
     "int3"; the calls report warns.
+  * fileops (skipped as above): a uprobe on fopen of a private copy of the C library,
+    loaded by the program alone through LD_LIBRARY_PATH: stderr names fopen and the
+    uprobe once, the trace has its untraced record, and the fds report warns.
 """
 
 import json
@@ -119,12 +122,46 @@ def check_uprobe(ck, exe, tmp):
                  f"uprobe: the calls report does not warn\n{rep.describe()}")
 
 
+def check_fileops_uprobe(ck, exe, tmp):
+    """fileops too: a uprobe on fopen of a private copy of the C library, which the
+    program alone loads (LD_LIBRARY_PATH)."""
+    ok, why = h.bpftrace_usable()
+    if not ok:
+        ck.skip("fileops uprobe", why)
+        return
+    libdir, libc = h.private_libc(tmp)
+    if not libc:
+        ck.skip("fileops uprobe", "ldd names no libc.so.6")
+        return
+    with h.bpftrace_uprobe(f'uprobe:"{libc}":fopen {{ @n = count(); }}') as attached:
+        if not attached:
+            ck.skip("fileops uprobe", "bpftrace could not attach its uprobe here")
+            return
+        out = os.path.join(tmp, "fileops-uprobe")
+        plain = h.run([exe])
+        r = h.run([h.functracer(), "-q", "-e", "fileops", "--uncompressed", "-o", out, exe],
+                  env=dict(os.environ, LD_LIBRARY_PATH=libdir), timeout=h.TRACED_TIMEOUT)
+        ck.check(r.status == plain.status and r.out == plain.out, f"fileops uprobe: the program's run\n{r.describe()}")
+        said = re.findall(r"cannot trace fopen: .*uprobe of bpftrace or perf", r.err)
+        ck.check(len(said) == 1, f"fileops uprobe: with -q, stderr does not name fopen and a uprobe once\n{r.describe()}")
+        files = h.trace_files(out)
+        recs = [x for x in untraced_records(files) if x.get("function") == "fopen"]
+        ck.check(len(recs) == 1 and recs[0].get("reason", "").startswith("int3"),
+                 f"fileops uprobe: no untraced record for fopen with an int3 reason: {recs}")
+        for args in (["fds"], ["fds", "--json"]):
+            rep = h.run_postproc(args + files)
+            ck.check(rep.status == 0 and re.search(r"fopen was not traced \(int3.*\): the totals are incomplete",
+                                                   rep.err) and "not traced" not in rep.out,
+                     f"fileops uprobe: {' '.join(args)} does not warn on stderr\n{rep.describe()}")
+
+
 def main():
     ck = h.Checker("untraced")
     exe = sys.argv[1]
     with h.TempDir(prefix="ft-untraced-") as tmp:
         check_vdso(ck, exe, tmp)
         check_uprobe(ck, exe, tmp)
+        check_fileops_uprobe(ck, exe, tmp)
     ck.finish()
 
 
