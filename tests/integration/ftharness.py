@@ -846,6 +846,24 @@ def private_libc(tmp):
 
 
 @contextlib.contextmanager
+def libc_uprobe(ck, label, function, tmp):
+    """A bpftrace uprobe on `function` of a private copy of the C library
+    (private_libc) for the length of the block. Yields the directory to put in the
+    program's LD_LIBRARY_PATH, or None after a skip (no usable bpftrace, no libc.so.6,
+    the uprobe not attached)."""
+    ok, why = bpftrace_usable()
+    libdir, libc = private_libc(tmp) if ok else (None, None)
+    if not ok or not libc:
+        ck.skip(label, why or "ldd names no libc.so.6")
+        yield None
+        return
+    with bpftrace_uprobe(f'uprobe:"{libc}":{function} {{ @n = count(); }}') as attached:
+        if not attached:
+            ck.skip(label, "bpftrace could not attach its uprobe here")
+        yield libdir if attached else None
+
+
+@contextlib.contextmanager
 def bpftrace_uprobe(probe, attach_timeout=60):
     """Runs `bpftrace -e PROBE` for the length of the block (a uprobe's int3 is in every
     process that maps the file, other tests' included: a private copy keeps it to the

@@ -322,17 +322,8 @@ def check_uprobe(ck, exe, tmp):
     """A uprobe (bpftrace) on calloc while memtrace runs: functracer names calloc and
     the likely cause, the trace has an untraced record, the leak report warns. The
     uprobe is on a private copy of the C library that the program alone loads."""
-    ok, why = h.bpftrace_usable()
-    if not ok:
-        ck.skip("uprobe", why)
-        return
-    libdir, libc = h.private_libc(tmp)
-    if not libc:
-        ck.skip("uprobe", "ldd names no libc.so.6")
-        return
-    with h.bpftrace_uprobe(f'uprobe:"{libc}":calloc {{ @n = count(); }}') as attached:
-        if not attached:
-            ck.skip("uprobe", "bpftrace could not attach its uprobe here")
+    with h.libc_uprobe(ck, "uprobe", "calloc", tmp) as libdir:
+        if not libdir:
             return
         out = os.path.join(tmp, "uprobe")
         env = dict(os.environ, LD_LIBRARY_PATH=libdir)

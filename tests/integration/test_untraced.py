@@ -181,17 +181,8 @@ def check_unrelocatable(ck, tmp):
 def check_fileops_uprobe(ck, exe, tmp):
     """fileops too: a uprobe on fopen of a private copy of the C library, which the
     program alone loads (LD_LIBRARY_PATH)."""
-    ok, why = h.bpftrace_usable()
-    if not ok:
-        ck.skip("fileops uprobe", why)
-        return
-    libdir, libc = h.private_libc(tmp)
-    if not libc:
-        ck.skip("fileops uprobe", "ldd names no libc.so.6")
-        return
-    with h.bpftrace_uprobe(f'uprobe:"{libc}":fopen {{ @n = count(); }}') as attached:
-        if not attached:
-            ck.skip("fileops uprobe", "bpftrace could not attach its uprobe here")
+    with h.libc_uprobe(ck, "fileops uprobe", "fopen", tmp) as libdir:
+        if not libdir:
             return
         out = os.path.join(tmp, "fileops-uprobe")
         plain = h.run([exe])
