@@ -828,6 +828,41 @@ def bpftrace_counts(binary, symbols_list, args=(), timeout=BPFTRACE_TIMEOUT):
     return counts, res
 
 
+def private_libc(tmp):
+    """A copy of the C library the programs here load, in tmp/libc: a program run with
+    LD_LIBRARY_PATH set to that directory loads the copy, so that a uprobe placed on it
+    is in that program alone (a uprobe is in every process that maps its file, other
+    tests' included). Returns (directory, path of the copy), or (None, None) when ldd
+    names no libc.so.6."""
+    res = run(["ldd", sys.executable])
+    m = re.search(r"libc\.so\.6 => (\S+)", res.out)
+    if res.status != 0 or not m:
+        return None, None
+    directory = os.path.join(tmp, "libc")
+    os.makedirs(directory, exist_ok=True)
+    copy = os.path.join(directory, "libc.so.6")
+    shutil.copy2(os.path.realpath(m.group(1)), copy)
+    return directory, copy
+
+
+@contextlib.contextmanager
+def libc_uprobe(ck, label, function, tmp):
+    """A bpftrace uprobe on `function` of a private copy of the C library
+    (private_libc) for the length of the block. Yields the directory to put in the
+    program's LD_LIBRARY_PATH, or None after a skip (no usable bpftrace, no libc.so.6,
+    the uprobe not attached)."""
+    ok, why = bpftrace_usable()
+    libdir, libc = private_libc(tmp) if ok else (None, None)
+    if not ok or not libc:
+        ck.skip(label, why or "ldd names no libc.so.6")
+        yield None
+        return
+    with bpftrace_uprobe(f'uprobe:"{libc}":{function} {{ @n = count(); }}') as attached:
+        if not attached:
+            ck.skip(label, "bpftrace could not attach its uprobe here")
+        yield libdir if attached else None
+
+
 @contextlib.contextmanager
 def bpftrace_uprobe(probe, attach_timeout=60):
     """Runs `bpftrace -e PROBE` for the length of the block (a uprobe's int3 is in every

@@ -10,14 +10,21 @@ usage: test_leak_kinds.py LEAK_KINDS_EXE...
     must give those, and its "kinds" must equal valgrind --leak-check=full
     --show-leak-kinds=all --run-libc-freeres=no, bytes and blocks of every kind.
     The text report lists the lost kinds first, sums the still reachable ones at the
-    end; --kinds selects; --error-exitcode=N exits N.
-  * The same comparison with valgrind for sort, ls -l, sed, find, python3 -c.
+    end.
+  * --kinds=indirect, definite,possible, all and none select, a word that is no kind
+    is refused; --error-exitcode=7 exits 7 with lost blocks, 0 when LeakSanitizer-
+    style suppressions cover every lost group, 7 again when one group is left out.
+  * The same comparison with valgrind for sort, ls -l, sed, find, python3 -c and
+    git status (in a repository made for the test, with a changed and a new file),
+    each traced with as many environment variables as valgrind gives it (git copies
+    its environment into an array on the heap).
   * A trace without a leak scan (tests/unit/data/leaks-basic.trace) reports as it
     always did: no "kinds", no "kind".
   * A uprobe of bpftrace on calloc while memtrace runs: functracer says once that
     calloc could not be traced and why, the trace has an `untraced` record for it,
     and the leak report warns that its totals are incomplete (skipped without
-    bpftrace or root).
+    bpftrace or root). The uprobe is on a private copy of the C library, loaded
+    through LD_LIBRARY_PATH, so that other programs running meanwhile keep calloc.
   * Attach: leak_kinds loop N is attached to while it leaks; at the detach its blocks
     are classified (the list and cycle lost, with backtraces naming the functions
     that made them), and the program runs on to its end unharmed.
@@ -133,10 +140,87 @@ def check_program(ck, exe, env, tmp):
     only = json.loads(h.run_postproc(["leaks", "--json", "--kinds=indirect"] + files).out)
     ck.check(only["groups"] and all(g["kind"] == "indirect" for g in only["groups"]),
              f"{label}: --kinds=indirect lists {[g['kind'] for g in only['groups']]}")
-    status = h.run_postproc(["leaks", "--error-exitcode=7"] + files).status
-    ck.check_eq(status, 7, f"{label}: leaks --error-exitcode=7 with lost blocks")
+    both = json.loads(h.run_postproc(["leaks", "--json", "--kinds=definite,possible"] + files).out)
+    ck.check_eq(sorted({g["kind"] for g in both["groups"]}), ["definite", "possible"],
+                f"{label}: --kinds=definite,possible")
+    ck.check_eq(both["kinds"], doc["kinds"], f"{label}: --kinds changes the kinds' totals")
+    none = h.run_postproc(["leaks", "--kinds=none"] + files).out
+    ck.check(not re.search(r"^\d+ bytes? in \d+ blocks? \w+ (lost|reachable)", none, re.M),
+             f"{label}: --kinds=none lists groups\n{none[-800:]}")
+    everything = json.loads(h.run_postproc(["leaks", "--json", "--kinds=all"] + files).out)
+    ck.check_eq(len(everything["groups"]), len(doc["groups"]), f"{label}: --kinds=all against no --kinds")
+    check_error_exitcode(ck, label, doc, files, tmp)
     bad = h.run_postproc(["leaks", "--kinds=lost"] + files)
     ck.check(bad.status == 2 and "lost" in bad.err, f"{label}: --kinds=lost is refused\n{bad.describe()}")
+
+
+def check_error_exitcode(ck, label, doc, files, tmp):
+    """--error-exitcode=N exits N while a lost block is left that no suppression
+    covers, 0 once LeakSanitizer-style suppressions cover every lost group."""
+    status = h.run_postproc(["leaks", "--error-exitcode=7"] + files).status
+    ck.check_eq(status, 7, f"{label}: leaks --error-exitcode=7 with lost blocks")
+    lost = [g for g in doc["groups"] if g["kind"] != "reachable"]
+    # One pattern per lost group: the innermost named function of its backtrace (the
+    # allocator's caller).
+    patterns = set()
+    for g in lost:
+        caller = next((f.get("function") for f in g["frames"] if f.get("function")), None)
+        if not ck.check(caller, f"{label}: a lost group without a named caller: {g}"):
+            return
+        patterns.add("^" + caller + "$")
+    lost_blocks = sum(g["blocks"] for g in lost)
+    supp = os.path.join(tmp, label + ".supp")
+    with open(supp, "w") as f:
+        f.write("# every lost group\n" + "".join(f"leak:{p}\n" for p in sorted(patterns)))
+    res = h.run_postproc(["leaks", "--error-exitcode=7", "--suppressions", supp] + files)
+    ck.check_eq(res.status, 0, f"{label}: --error-exitcode=7 with every lost group suppressed\n{res.describe()}")
+    sdoc = json.loads(h.run_postproc(["leaks", "--json", "--suppressions", supp] + files).out)
+    ck.check(sdoc["suppressed_blocks"] >= lost_blocks and
+             all(sdoc["kinds"][k]["blocks"] == 0 for k in KINDS[:3]),
+             f"{label}: suppressed {sdoc['suppressed_blocks']} blocks, {lost_blocks} lost; kinds {sdoc['kinds']}")
+    # One lost group left out of the suppressions: the status is N again.
+    kept = "^leak_cycle$"
+    with open(supp, "w") as f:
+        f.write("".join(f"leak:{p}\n" for p in sorted(patterns - {kept})))
+    res = h.run_postproc(["leaks", "--error-exitcode=7", "--suppressions", supp] + files)
+    ck.check(kept in patterns and res.status == 7,
+             f"{label}: --error-exitcode=7 with leak_cycle's blocks not suppressed ({sorted(patterns)})\n"
+             f"{res.describe()}")
+
+
+def git_work_tree(work, env):
+    """A git repository in work/repo with a commit, a changed and an untracked file;
+    the environment keeps git from reading any configuration but its own."""
+    repo = os.path.join(work, "repo")
+    os.mkdir(repo)
+    genv = dict(env, HOME=work, GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org", GIT_OPTIONAL_LOCKS="0")
+    for i in range(40):
+        with open(os.path.join(repo, f"f{i}.txt"), "w") as f:
+            f.write(f"file {i}\n" * (i + 1))
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-q", "-m", "files"]):
+        r = h.run(cmd, cwd=repo, env=genv)
+        if r.status != 0:
+            return None, None
+    with open(os.path.join(repo, "f3.txt"), "a") as f:
+        f.write("changed\n")
+    with open(os.path.join(repo, "new.txt"), "w") as f:
+        f.write("new\n")
+    return repo, genv
+
+
+def valgrind_client_env(env):
+    """The environment valgrind gives the programs it runs (it adds LD_PRELOAD,
+    GLIBCXX_FORCE_NEW and a few more), with LD_PRELOAD emptied: the programs traced
+    get as many variables, so that a block sized by them (git's setenv reallocates
+    the environ array) is as large in both runs. None if valgrind cannot run env."""
+    r = h.run(["valgrind", "-q", "--log-fd=2", "/usr/bin/env", "-0"], env=env)
+    if r.status != 0:
+        return None
+    client = dict(item.split("=", 1) for item in r.out.split("\0") if "=" in item)
+    if "LD_PRELOAD" in client:
+        client["LD_PRELOAD"] = ""
+    return client
 
 
 def check_real_programs(ck, env, tmp):
@@ -153,17 +237,26 @@ def check_real_programs(ck, env, tmp):
     programs = [("sort", ["sort", "numbers.txt"]), ("ls -l", ["ls", "-l", "/usr/bin"]),
                 ("sed", ["sed", "-e", "s/foo/FOO/g", "-e", "/^#/d", "edit.txt"]),
                 ("find", ["find", "/usr/share/doc", "-name", "*.gz"]),
-                ("python3 -c", ["python3", "-c", "import json; print(json.dumps({'a': [1, 2, 3]}))"])]
+                ("python3 -c", ["python3", "-c", "import json; print(json.dumps({'a': [1, 2, 3]}))"]),
+                ("git status", ["git", "status"])]
+    repo, genv = git_work_tree(work, env) if shutil.which("git") else (None, None)
     for name, cmd in programs:
+        if name == "git status" and not repo:
+            ck.skip(name, "git is not installed or could not make a repository")
+            continue
+        cwd, penv = (repo, genv) if name == "git status" else (work, env)
+        traced_env = valgrind_client_env(penv)
+        if not ck.check(traced_env is not None, f"{name}: valgrind could not run env"):
+            continue
         exe = shutil.which(cmd[0], path="/usr/bin:/bin")
         if not exe:
             ck.skip(name, f"{cmd[0]} not installed")
             continue
         cmd = [os.path.realpath(exe)] + cmd[1:]
-        kinds, _, _, r = our_kinds(ck, name, cmd, work, env, tmp)
+        kinds, _, _, r = our_kinds(ck, name, cmd, cwd, traced_env, tmp)
         if kinds is None:
             continue
-        vg, vr = valgrind_kinds(cmd, work, env)
+        vg, vr = valgrind_kinds(cmd, cwd, penv)
         if not ck.check(vg is not None, f"{name}: valgrind printed no heap summary\n{vr.describe()}"):
             continue
         print(f"{name}: ours {kinds}\n{' ' * len(name)}  valgrind {vg}")
@@ -227,18 +320,15 @@ def check_attach(ck, exe, tmp):
 
 def check_uprobe(ck, exe, tmp):
     """A uprobe (bpftrace) on calloc while memtrace runs: functracer names calloc and
-    the likely cause, the trace has an untraced record, the leak report warns."""
-    bpftrace = shutil.which("bpftrace")
-    libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-    if not bpftrace or os.geteuid() != 0 or not os.path.exists(libc):
-        ck.skip("uprobe", "needs bpftrace, root and " + libc)
-        return
-    with h.bpftrace_uprobe(f"uprobe:{libc}:calloc {{ @n = count(); }}") as attached:
-        if not attached:
-            ck.skip("uprobe", "bpftrace could not attach its uprobe here")
+    the likely cause, the trace has an untraced record, the leak report warns. The
+    uprobe is on a private copy of the C library that the program alone loads."""
+    with h.libc_uprobe(ck, "uprobe", "calloc", tmp) as libdir:
+        if not libdir:
             return
         out = os.path.join(tmp, "uprobe")
-        r = h.run([h.functracer(), "-e", "memtrace", "--uncompressed", "-o", out, exe], timeout=h.TRACED_TIMEOUT)
+        env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+        r = h.run([h.functracer(), "-e", "memtrace", "--uncompressed", "-o", out, exe], timeout=h.TRACED_TIMEOUT,
+                  env=env)
         ck.check(r.status == 0, f"uprobe: functracer run\n{r.describe()}")
         ck.check(re.search(r"cannot trace calloc: .*uprobe of bpftrace or perf", r.err),
                  f"uprobe: functracer does not say calloc is missing because of a uprobe\n{r.err}")

@@ -18,6 +18,13 @@ usage: test_untraced.py RECURSION-O0
     calltrace runs with -q: stderr names fib and a uprobe of bpftrace or perf as the
     likely cause, once; the trace has an untraced record whose reason starts with
     "int3"; the calls report warns.
+  * An instruction that cannot be relocated: a C program compiled by the test whose
+    never-called ft_refused starts with hlt, traced with -a 'ft_refused,ft_ok':
+    stderr names ft_refused and hlt once, the trace records it, the calls report
+    warns, ft_ok's 5 calls are traced, the output is the untraced run's.
+  * fileops (skipped as above): a uprobe on fopen of a private copy of the C library,
+    loaded by the program alone through LD_LIBRARY_PATH: stderr names fopen and the
+    uprobe once, the trace has its untraced record, and the fds report warns.
 """
 
 import json
@@ -119,12 +126,90 @@ def check_uprobe(ck, exe, tmp):
                  f"uprobe: the calls report does not warn\n{rep.describe()}")
 
 
+# A function whose first instruction cannot be relocated (hlt is privileged on
+# x86-64, refused on AArch64 too); it is never called. ft_ok is.
+UNRELOCATABLE_C = r"""
+#include <stdio.h>
+__asm__(".text\n.globl ft_refused\n.type ft_refused, @function\nft_refused:\n"
+#if defined(__aarch64__)
+        "hlt #0\nret\n"
+#else
+        "hlt\nret\n"
+#endif
+        ".size ft_refused, .-ft_refused\n");
+__attribute__((noinline)) int ft_ok(int x) { return x * 3; }
+int main(void) {
+  int sum = 0;
+  for (int i = 0; i < 5; ++i) sum += ft_ok(i);
+  printf("sum=%d\n", sum);
+  return 0;
+}
+"""
+
+
+def check_unrelocatable(ck, tmp):
+    """An instruction functracer cannot relocate at a function's entry: the function
+    is named once with the reason, recorded, and the calls report warns; the rest is
+    traced."""
+    cc = shutil.which("cc")
+    if not cc:
+        ck.skip("unrelocatable", "no C compiler")
+        return
+    src = os.path.join(tmp, "unrelocatable.c")
+    exe = os.path.join(tmp, "unrelocatable")
+    with open(src, "w") as f:
+        f.write(UNRELOCATABLE_C)
+    built = h.run([cc, "-O1", "-g", "-o", exe, src])
+    if not ck.check(built.status == 0, f"unrelocatable: cc\n{built.describe()}"):
+        return
+    plain = h.run([exe])
+    r = h.trace([exe], "ft_refused,ft_ok", outdir=os.path.join(tmp, "unrelocatable-out"), quiet=True)
+    ck.check(r.result.status == 0 and r.result.out == plain.out, f"unrelocatable: traced run\n{r.result.describe()}")
+    said = re.findall(r"cannot trace ft_refused at 0x[0-9a-f]+: .*hlt", r.result.err)
+    ck.check(len(said) == 1, f"unrelocatable: stderr does not name ft_refused and hlt once\n{r.result.describe()}")
+    recs = [x for x in untraced_records(r.files) if x.get("function") == "ft_refused"]
+    ck.check(len(recs) == 1 and "hlt" in recs[0].get("reason", ""),
+             f"unrelocatable: no untraced record for ft_refused naming hlt: {recs}")
+    calls = json.loads(h.run_postproc(["calls", "--json"] + r.files).out)
+    ok = [f["calls"] for f in calls["functions"] if f["name"] == "ft_ok"]
+    ck.check_eq(ok, [5], "unrelocatable: calls of ft_ok")
+    rep = h.run_postproc(["calls"] + r.files)
+    ck.check(re.search(r"ft_refused was not traced \(.*hlt.*\): the totals are incomplete", rep.err),
+             f"unrelocatable: the calls report does not warn\n{rep.describe()}")
+
+
+def check_fileops_uprobe(ck, exe, tmp):
+    """fileops too: a uprobe on fopen of a private copy of the C library, which the
+    program alone loads (LD_LIBRARY_PATH)."""
+    with h.libc_uprobe(ck, "fileops uprobe", "fopen", tmp) as libdir:
+        if not libdir:
+            return
+        out = os.path.join(tmp, "fileops-uprobe")
+        plain = h.run([exe])
+        r = h.run([h.functracer(), "-q", "-e", "fileops", "--uncompressed", "-o", out, exe],
+                  env=dict(os.environ, LD_LIBRARY_PATH=libdir), timeout=h.TRACED_TIMEOUT)
+        ck.check(r.status == plain.status and r.out == plain.out, f"fileops uprobe: the program's run\n{r.describe()}")
+        said = re.findall(r"cannot trace fopen: .*uprobe of bpftrace or perf", r.err)
+        ck.check(len(said) == 1, f"fileops uprobe: with -q, stderr does not name fopen and a uprobe once\n{r.describe()}")
+        files = h.trace_files(out)
+        recs = [x for x in untraced_records(files) if x.get("function") == "fopen"]
+        ck.check(len(recs) == 1 and recs[0].get("reason", "").startswith("int3"),
+                 f"fileops uprobe: no untraced record for fopen with an int3 reason: {recs}")
+        for args in (["fds"], ["fds", "--json"]):
+            rep = h.run_postproc(args + files)
+            ck.check(rep.status == 0 and re.search(r"fopen was not traced \(int3.*\): the totals are incomplete",
+                                                   rep.err) and "not traced" not in rep.out,
+                     f"fileops uprobe: {' '.join(args)} does not warn on stderr\n{rep.describe()}")
+
+
 def main():
     ck = h.Checker("untraced")
     exe = sys.argv[1]
     with h.TempDir(prefix="ft-untraced-") as tmp:
         check_vdso(ck, exe, tmp)
         check_uprobe(ck, exe, tmp)
+        check_fileops_uprobe(ck, exe, tmp)
+        check_unrelocatable(ck, tmp)
     ck.finish()
 
 

@@ -437,6 +437,149 @@ TEST(Leaks, NoLeaks) {
 }
 
 // ---------------------------------------------------------------------------
+// Leak kinds (leaks-kinds.trace: a leak scan at the exit; README has the sums)
+
+size_t kind(LeakKind k) { return static_cast<size_t>(k); }
+
+// (bytes/blocks kind first-frame) per group, in report order.
+std::vector<std::string> kind_summary(const LeakReport& r) {
+  std::vector<std::string> out;
+  for (const LeakGroup& g : r.groups)
+    out.push_back(std::to_string(g.bytes) + "/" + std::to_string(g.blocks) + " " +
+                  (g.kind == kNoKind ? std::string("none") : std::string(heap::leak_kind_name(static_cast<LeakKind>(g.kind)))) +
+                  " " + hex(g.frames.empty() ? 0 : g.frames[0].address));
+  return out;
+}
+
+TEST(LeakKinds, EveryBlockLiveAtTheScanGetsItsKind) {
+  CollectingDiagnostics diag;
+  LeakReport r = leaks({data("leaks-kinds.trace")}, diag);
+  EXPECT_TRUE(diag.warnings.empty()) << diag.warnings[0];
+  ASSERT_TRUE(r.scanned);
+  EXPECT_EQ(r.leaked_bytes, 944u);
+  EXPECT_EQ(r.leaked_blocks, 6u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kDefinite)].bytes, 548u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kDefinite)].blocks, 2u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kDefinite)].groups, 2u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kIndirect)].bytes, 96u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kIndirect)].blocks, 2u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kPossible)].bytes, 100u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kPossible)].blocks, 1u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kReachable)].bytes, 200u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kReachable)].blocks, 1u);
+  EXPECT_EQ(r.kinds[kNoKind].blocks, 0u);
+  EXPECT_EQ(r.lost_blocks(), 5u);
+  // One call path with blocks of two kinds is two groups; largest first.
+  EXPECT_EQ(kind_summary(r), (std::vector<std::string>{"500/1 definite 0x401100", "200/1 reachable 0x401400",
+                                                       "100/1 possible 0x401300", "96/2 indirect 0x401200",
+                                                       "48/1 definite 0x401200"}));
+}
+
+TEST(LeakKinds, TextListsTheLostKindsFirstAndSumsTheReachableOnes) {
+  CollectingDiagnostics diag;
+  std::string text = format_leaks_text(leaks({data("leaks-kinds.trace")}, diag));
+  std::vector<std::string> heads;
+  for (const std::string& line : split_lines(text))
+    if (contains(line, " allocated by ")) heads.push_back(line);
+  EXPECT_EQ(heads, (std::vector<std::string>{"500 bytes in 1 block definitely lost, allocated by malloc",
+                                             "48 bytes in 1 block definitely lost, allocated by malloc",
+                                             "96 bytes in 2 blocks indirectly lost, allocated by malloc",
+                                             "100 bytes in 1 block possibly lost, allocated by calloc"}))
+      << text;
+  EXPECT_TRUE(contains(text, "\nstill reachable: 200 bytes in 1 block (1 group; --kinds=reachable lists them)\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "  definitely lost: 548 bytes in 2 blocks\n")) << text;
+}
+
+TEST(LeakKinds, JsonHasTheKindsObjectAndAKindOnEveryGroup) {
+  CollectingDiagnostics diag;
+  std::optional<Json> j = JsonParser(format_leaks_json(leaks({data("leaks-kinds.trace")}, diag))).parse();
+  ASSERT_TRUE(j.has_value());
+  const Json* kinds = j->get("kinds");
+  ASSERT_NE(kinds, nullptr);
+  EXPECT_EQ(kinds->keys(), (std::vector<std::string>{"definitely_lost", "indirectly_lost", "possibly_lost",
+                                                     "still_reachable"}));
+  EXPECT_EQ(kinds->get("definitely_lost")->get("bytes")->number, 548);
+  EXPECT_EQ(kinds->get("indirectly_lost")->get("blocks")->number, 2);
+  EXPECT_EQ(kinds->get("possibly_lost")->get("bytes")->number, 100);
+  EXPECT_EQ(kinds->get("still_reachable")->get("blocks")->number, 1);
+  EXPECT_EQ(j->get("leaked_bytes")->number, 944);
+  EXPECT_EQ(j->get("leaked_blocks")->number, 6);
+  std::vector<std::string> each;
+  for (const Json& g : j->get("groups")->items) each.push_back(g.get("kind") ? g.get("kind")->string : "?");
+  EXPECT_EQ(each, (std::vector<std::string>{"definite", "reachable", "possible", "indirect", "definite"}));
+}
+
+TEST(LeakKinds, ParsingOfKindsLists) {
+  auto bit = [](LeakKind k) { return 1u << static_cast<unsigned>(k); };
+  EXPECT_EQ(parse_leak_kinds("definite").value(), bit(LeakKind::kDefinite));
+  EXPECT_EQ(parse_leak_kinds("definite,possible").value(), bit(LeakKind::kDefinite) | bit(LeakKind::kPossible));
+  EXPECT_EQ(parse_leak_kinds("reachable,indirect,reachable").value(),
+            bit(LeakKind::kReachable) | bit(LeakKind::kIndirect));
+  EXPECT_EQ(parse_leak_kinds("all").value(), 0xfu);
+  EXPECT_EQ(parse_leak_kinds("none").value(), 0u);
+  for (const char* bad : {"lost", "", "definite,", "Definite", "definite possible"}) {
+    auto r = parse_leak_kinds(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(contains(r.error().message, "unknown leak kind")) << r.error().message;
+  }
+  EXPECT_TRUE(contains(parse_leak_kinds("definite,lost").error().message, "'lost'"));
+}
+
+TEST(LeakKinds, KindsChooseTheGroupsNotTheTotals) {
+  CollectingDiagnostics diag;
+  LeakOptions options;
+  options.kinds = 1u << static_cast<unsigned>(LeakKind::kIndirect);
+  LeakReport r = leaks({data("leaks-kinds.trace")}, diag, options);
+  EXPECT_EQ(kind_summary(r), (std::vector<std::string>{"96/2 indirect 0x401200"}));
+  EXPECT_EQ(r.kinds[kind(LeakKind::kDefinite)].bytes, 548u);
+  EXPECT_EQ(r.leaked_blocks, 6u);
+  EXPECT_EQ(r.lost_blocks(), 5u);
+  options.kinds = 0;
+  r = leaks({data("leaks-kinds.trace")}, diag, options);
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_FALSE(contains(format_leaks_text(r), "still reachable: 200 bytes in 1 block (")) << format_leaks_text(r);
+}
+
+// --error-exitcode counts lost blocks that are not suppressed.
+TEST(LeakKinds, SuppressedBlocksAreNotLost) {
+  CollectingDiagnostics diag;
+  LeakOptions options;
+  options.filter.add_suppression("calloc");
+  LeakReport r = leaks({data("leaks-kinds.trace")}, diag, options);
+  EXPECT_EQ(r.lost_blocks(), 4u);
+  EXPECT_EQ(r.suppressed_blocks, 1u);
+  EXPECT_EQ(r.kinds[kind(LeakKind::kPossible)].blocks, 0u);
+  options.filter.add_suppression("^malloc$");
+  r = leaks({data("leaks-kinds.trace")}, diag, options);
+  EXPECT_EQ(r.lost_blocks(), 0u);
+  EXPECT_EQ(r.suppressed_blocks, 6u);
+  EXPECT_EQ(r.suppressed_bytes, 944u);
+}
+
+// A trace without a scan next to one with: its blocks have no kind and count as lost.
+TEST(LeakKinds, BlocksOfATraceWithoutAScanHaveNoKind) {
+  CollectingDiagnostics diag;
+  LeakReport r = leaks({data("leaks-kinds.trace"), data("leaks-basic.trace")}, diag);
+  ASSERT_TRUE(r.scanned);
+  EXPECT_EQ(r.kinds[kNoKind].bytes, 612u);
+  EXPECT_EQ(r.kinds[kNoKind].blocks, 10u);
+  EXPECT_EQ(r.leaked_bytes, 944u + 612u);
+  EXPECT_EQ(r.lost_blocks(), 15u);
+  std::optional<Json> j = JsonParser(format_leaks_json(r)).parse();
+  ASSERT_TRUE(j.has_value());
+  size_t nulls = 0;
+  for (const Json& g : j->get("groups")->items) nulls += g.get("kind")->type == Json::Type::kNull;
+  EXPECT_EQ(nulls, 8u);
+  EXPECT_TRUE(contains(format_leaks_text(r), "  not scanned: 612 bytes in 10 blocks\n"));
+  // Alone, that trace reports as it did before kinds existed.
+  LeakReport old = leaks({data("leaks-basic.trace")}, diag);
+  EXPECT_FALSE(old.scanned);
+  EXPECT_EQ(old.lost_blocks(), 10u);
+  EXPECT_FALSE(contains(format_leaks_json(old), "kind"));
+}
+
+// ---------------------------------------------------------------------------
 // Symbolization against the fixture program
 
 struct Expected {
