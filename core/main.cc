@@ -13,6 +13,7 @@
 #include "core/options.h"
 #include "core/plugin_host.h"
 #include "core/tracer.h"
+#include "core/untraced.h"
 
 namespace {
 
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
       ft::log::error("{} backtraces walked in the process checked against libunwind, {} differed",
                      bt.recorded_verified, bt.recorded_mismatches);
   }
-  for (const std::string& line : summary->lines(stats, opts.output_dir, opts.plugins.front()))
+  for (const std::string& line : summary->lines(stats, opts.output_dir, opts.plugins.front(), ft::untraced_so_far()))
     ft::log::info("{}", line);
   return *rc;
 }

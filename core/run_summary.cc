@@ -60,7 +60,8 @@ std::string shell_word(const std::string& s) {
 }  // namespace
 
 std::vector<std::string> RunSummary::lines(const TracerStats& stats, const std::string& output_dir,
-                                           const std::string& first_plugin) const {
+                                           const std::string& first_plugin,
+                                           const std::vector<std::string>& untraced) const {
   std::vector<std::string> out;
   uint64_t files = 0, bytes = 0, records = 0;
   size_t listed = 0;
@@ -81,11 +82,15 @@ std::vector<std::string> RunSummary::lines(const TracerStats& stats, const std::
     total += fmt::format("; {} trace file{} ({}, {}) in {}", files, files == 1 ? "" : "s",
                          plural(records, "record"), human_size(bytes), output_dir);
   out.push_back(std::move(total));
-  if (stats.refused > 0 || lost_ > 0) {
+  if (!untraced.empty() || lost_ > 0) {
     std::string missed = "not traced:";
-    if (stats.refused > 0)
-      missed += fmt::format(" {} that could not be patched safely (warnings above)", plural(stats.refused, "function"));
-    if (stats.refused > 0 && lost_ > 0) missed += ";";
+    if (!untraced.empty()) {
+      missed += fmt::format(" {} (", plural(untraced.size(), "function"));
+      for (size_t i = 0; i < untraced.size() && i < kMaxNamed; ++i) missed += (i ? ", " : "") + untraced[i];
+      if (untraced.size() > kMaxNamed) missed += ", ...";
+      missed += "; their calls are missing, see the lines above)";
+    }
+    if (!untraced.empty() && lost_ > 0) missed += ";";
     if (lost_ > 0) missed += fmt::format(" {} lost (see the trace's lost records)", plural(lost_, "event"));
     out.push_back(std::move(missed));
   }

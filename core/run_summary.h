@@ -1,8 +1,8 @@
 // RunSummary: what functracer tells at the end of a run, on stderr unless -q (the
 // way heaptrack ends with what it recorded and how to read it): for each traced
 // process the events reported and, with -o, the records written, the trace file and
-// its size; what could not be traced (functions refused, events lost); and the
-// functracer-postproc command that reads the traces.
+// its size; what could not be traced (functions untraced for any reason, events
+// lost); and the functracer-postproc command that reads the traces.
 //
 // Trace writers outlive the reporter that opens them (a process's writer goes with
 // the process), so they tell the summary about themselves when they close, through
@@ -37,12 +37,15 @@ class RunSummary {
   void trace_closed(pid_t pid, const std::string& path, uint64_t records, uint64_t bytes);
 
   // The lines to print (each without its newline). output_dir: -o, empty without;
-  // first_plugin: the plugin that decides the report suggested.
+  // first_plugin: the plugin that decides the report suggested; untraced: the functions
+  // (or modules) that could not be traced, whatever the reason (untraced_so_far()).
   std::vector<std::string> lines(const TracerStats& stats, const std::string& output_dir,
-                                 const std::string& first_plugin) const;
+                                 const std::string& first_plugin, const std::vector<std::string>& untraced) const;
 
   // How many processes are listed one by one; the rest are counted.
   static constexpr size_t kMaxListed = 20;
+  // How many untraced functions are named; the rest are counted.
+  static constexpr size_t kMaxNamed = 5;
 
  private:
   struct Entry {

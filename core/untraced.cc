@@ -9,8 +9,21 @@
 
 namespace ft {
 
+namespace {
+
+std::vector<std::string>& untraced_list() {
+  static std::vector<std::string> list;
+  return list;
+}
+
+}  // namespace
+
+const std::vector<std::string>& untraced_so_far() { return untraced_list(); }
+
 void record_untraced(Process& p, const std::string& function, uint64_t addr, const std::string& reason) {
   namespace schema = ft::schema;
+  static std::set<std::string> seen;
+  if (seen.insert(function).second) untraced_list().push_back(function);
   if (!p.trace) return;
   TraceRecord r;
   r.tid = p.pid();

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/process.h"
 
@@ -30,5 +31,8 @@ bool first_telling(const std::string& function);
 // Writes the record only: for a caller that tells the user itself, in one line for
 // several functions (IFUNCs whose resolvers chose the vDSO).
 void record_untraced(Process& p, const std::string& function, uint64_t addr, const std::string& reason);
+// Every function (or module) found untraced in this session, each once, in the order
+// found, whether or not a trace file was written: the run summary's "not traced" line.
+const std::vector<std::string>& untraced_so_far();
 
 }  // namespace ft

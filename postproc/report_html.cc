@@ -612,7 +612,7 @@ Status report_html(const ReportOptions& options, Output& out, Diagnostics& all_d
   // Sizes.
   html += "<section class=\"view\" id=\"view-sizes\"><h2>Allocation sizes</h2>\n<table id=\"histogram\">"
           "<thead><tr><th>size</th><th class=\"num\">allocations</th><th class=\"num\">bytes</th>"
-          "<th class=\"num\">leaked</th><th></th></tr></thead><tbody>\n";
+          "<th class=\"num\">leaked blocks</th><th></th></tr></thead><tbody>\n";
   {
     size_t first = histogram.buckets.size(), last = 0;
     uint64_t most = 1;

@@ -157,6 +157,9 @@ def check_heapshape(ck, exe, work, shots):
     ck.check_eq([(lo, hi, v[0], v[1], v[2]) for lo, hi, v in buckets],
                 [(b["min"], b["max"], b["allocations"], b["bytes"], b["leaked_blocks"])
                  for b in histogram.get("buckets", [])], "sizes: the buckets = histogram --json")
+    heads = [html.unescape(x) for x in re.findall(r"<th[^>]*>([^<]*)</th>", section(dom, "sizes"))]
+    ck.check_eq(heads[:4], ["size", "allocations", "bytes", "leaked blocks"],
+                "sizes: the headings say the leaked column counts blocks (the bytes column counts bytes)")
 
     stated = {}  # heapshape: "leak FUNCTION BLOCKS BYTES"
     for line in tr.result.out.splitlines():

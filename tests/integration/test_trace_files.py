@@ -19,7 +19,8 @@ usage: test_trace_files.py RECURSION_EXECUTABLE ATTACH_TARGET_EXECUTABLE
     became), each holding its process's own pid;
   * summary: a launched and an attached run end with a summary on stderr: per
     process its events and trace file with the records (counted in the decoded file)
-    and size (the file's), a total, and a postproc command that runs; -q prints none.
+    and size (the file's), a total, and a postproc command that runs (calls for
+    calltrace, leaks for memtrace); -q prints none.
 """
 
 import os
@@ -143,10 +144,18 @@ def heap_twice(ck, tmp):
     """massif reads its trace twice: a pipe must be read once and kept."""
     print("=== a two-pass report on a pipe")
     outdir = os.path.join(tmp, "heap")
-    tr = h.trace(["/bin/ls", "/"], None, outdir, plugin="memtrace", compressed=True)
+    tr = h.trace(["/bin/ls", "/"], None, outdir, quiet=False, plugin="memtrace", compressed=True)
     files = [os.path.join(outdir, f) for f in sorted(os.listdir(outdir))] if os.path.isdir(outdir) else []
     if not ck.check(tr.result.status == 0 and len(files) == 1, f"memtrace on ls\n{tr.result.describe()}"):
         return
+    # memtrace's summary suggests the leak report, heaptrack-style, and that command runs.
+    cmd = [x for x in tr.result.err.splitlines() if x.startswith("functracer: to read the traces: ")]
+    if ck.check(cmd and cmd[0].endswith(f"functracer-postproc leaks {outdir}"),
+                f"memtrace: the summary does not suggest leaks {outdir}\n{tr.result.err[-1500:]}"):
+        got = h.run_postproc(cmd[0].split("functracer-postproc ", 1)[1].split() + ["--json"])
+        ref = h.run_postproc(["leaks", "--json", files[0]])
+        ck.check(got.status == 0 and got.out == ref.out and "leaked_bytes" in got.out,
+                 f"the suggested leaks command\n{got.describe(800)}\n{ref.describe(800)}")
     ref = h.run_postproc(["massif", "-o", os.path.join(tmp, "ref.massif"), files[0]])
     out = os.path.join(tmp, "pipe.massif")
     res = h.run(["bash", "-c", 'exec "$0" massif -o "$2" <(cat "$1")', h.postproc(), files[0], out],

@@ -10,7 +10,8 @@ usage: test_untraced.py RECURSION-O0
     vDSO, which no module holds and functracer does not patch. recursion-O0 traced
     with calltrace -q -a 'main,fib,time,gettimeofday': the program's output and status
     are those of an untraced run, stderr names both functions once and the vDSO, the
-    trace has one untraced record for each, and every call report (calls, tree,
+    trace has one untraced record for each, the summary of a run without -q names the
+    functions the trace records as untraced, and every call report (calls, tree,
     callgrind, gprof, flamegraph, speedscope, chrome, dot; with --json where it takes
     it) warns once per function and file, its JSON parsing. With -f and the program run
     twice by sh, the gap is said once and recorded in each process's trace.
@@ -95,6 +96,16 @@ def check_vdso(ck, exe, tmp):
     ck.check(len(said) == 1, f"vdso -f: the gap is not said once\n{f.result.describe()}")
     with_gap = [p for p in f.files if any(x.get("function") == "time" for x in untraced_records([p]))]
     ck.check(len(with_gap) >= 2, f"vdso -f: {len(with_gap)} of {len(f.files)} traces record that time is missing")
+    # Without -q, the run's summary ends with what was not traced: the functions its
+    # trace records as untraced, named.
+    loud = h.trace([exe], "main,fib," + ",".join(VDSO_FUNCTIONS), outdir=out + "-loud", quiet=False)
+    names = sorted({x.get("function") for x in untraced_records(loud.files)})
+    said = re.findall(r"^functracer: not traced: (\d+) functions? \((.*); their calls are missing",
+                      loud.result.err, re.M)
+    if ck.check(len(said) == 1, f"vdso: no 'not traced:' line in the summary\n{loud.result.describe()}"):
+        ck.check_eq((int(said[0][0]), sorted(said[0][1].split(", "))), (len(names), names),
+                    "vdso: the summary's untraced functions = the trace's untraced records")
+        ck.check(set(VDSO_FUNCTIONS) <= set(names), f"vdso: the trace records {names}")
     if r.files:
         check_reports(ck, "vdso", r.files, VDSO_FUNCTIONS, tmp)
         # Two traces given together (a copy under another name): one warning per
