@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "arch/arch.h"
 #include "core/frame_rules.h"
 #include "core/log.h"
 #include "core/process.h"
@@ -73,7 +74,7 @@ struct Backtracer::Impl {
   // the whole stack is then left to libunwind, so that the result is always the one
   // libunwind would give.
   bool walk_rules(const Registers& r, bool skip_first, std::span<uint64_t> out, size_t& n) {
-    uint64_t ip = r.ip().value(), sp = r.sp().value(), bp = r.raw.rbp;
+    uint64_t ip = r.ip().value(), sp = r.sp().value(), bp = r.get(arch::host().frame_pointer);
     bool first = true;
     // One step to the caller: 1 done, 0 the outermost frame, -1 needs libunwind.
     auto step = [&]() -> int {
@@ -210,27 +211,11 @@ int access_mem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, vo
 
 int access_reg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
   if (write) return -UNW_EINVAL;
-  const user_regs_struct& r = impl_of(arg)->regs->raw;
-  switch (reg) {
-    case UNW_X86_64_RAX: *val = r.rax; break;
-    case UNW_X86_64_RDX: *val = r.rdx; break;
-    case UNW_X86_64_RCX: *val = r.rcx; break;
-    case UNW_X86_64_RBX: *val = r.rbx; break;
-    case UNW_X86_64_RSI: *val = r.rsi; break;
-    case UNW_X86_64_RDI: *val = r.rdi; break;
-    case UNW_X86_64_RBP: *val = r.rbp; break;
-    case UNW_X86_64_RSP: *val = r.rsp; break;
-    case UNW_X86_64_R8: *val = r.r8; break;
-    case UNW_X86_64_R9: *val = r.r9; break;
-    case UNW_X86_64_R10: *val = r.r10; break;
-    case UNW_X86_64_R11: *val = r.r11; break;
-    case UNW_X86_64_R12: *val = r.r12; break;
-    case UNW_X86_64_R13: *val = r.r13; break;
-    case UNW_X86_64_R14: *val = r.r14; break;
-    case UNW_X86_64_R15: *val = r.r15; break;
-    case UNW_X86_64_RIP: *val = r.rip; break;
-    default: return -UNW_EBADREG;
-  }
+  // libunwind numbers the registers it asks for as the psABI's DWARF numbers do
+  // (libunwind-x86_64.h: rax 0 ... r15 15, rip 16 = UNW_REG_IP), which Registers::get
+  // takes; past the instruction pointer come registers the set does not hold.
+  if (reg < 0 || reg > UNW_REG_IP) return -UNW_EBADREG;
+  *val = impl_of(arg)->regs->get(reg);
   return 0;
 }
 

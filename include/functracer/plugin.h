@@ -169,7 +169,7 @@ enum ft_event_kind {
   FT_EVENT_THREAD_CREATED,
   FT_EVENT_THREAD_EXITED,   /* value: exit status */
   FT_EVENT_EXEC,            /* text: new executable */
-  FT_EVENT_SIGNAL,          /* value: signal number delivered to the program */
+  FT_EVENT_SIGNAL,          /* value: signal number delivered to the program; text: its name */
   FT_EVENT_EXITED,          /* value: exit status of the process */
   FT_EVENT_KILLED,          /* value: signal number; address: faulting address or 0 */
   FT_EVENT_DETACHED,        /* tracing interrupted: functracer lets go of the process,

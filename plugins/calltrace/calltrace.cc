@@ -9,7 +9,6 @@
 // (functracer/call_tree.h). The call log's options (-c, -T, -t, -s, -C, -l, -x, -D,
 // --time-filter, --from-program, --struct-depth) arrive as host options (doc/plugin-api.md).
 #include <fnmatch.h>
-#include <signal.h>
 #include <time.h>
 
 #include <algorithm>
@@ -527,8 +526,8 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
   ThreadLog& log = thread_log(ctx);
   switch (ev->kind) {
     case FT_EVENT_SIGNAL: {
-      const char* abbrev = sigabbrev_np(static_cast<int>(ev->value));
-      std::string name = abbrev ? std::string("SIG") + abbrev : std::to_string(ev->value);
+      // The host names the signal as the trace's signal record does (plugin-api.md).
+      std::string name = ev->text ? ev->text : "signal " + std::to_string(ev->value);
       log.layout->note("<signal " + name + ">", timestamp(ctx));
       break;
     }
