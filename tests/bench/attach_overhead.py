@@ -100,6 +100,26 @@ def attached(binary, seconds, tool_cmd, count, probe=False):
     return (calls, wall, recorded, terr.decode(errors="replace")), None
 
 
+def attached_runs(repeats, table, name, binary, seconds, cmd, count, probe=False):
+    """`repeats` runs of attached(); the first error goes to the table and ends them."""
+    runs = []
+    for _ in range(repeats):
+        r, err = attached(binary, seconds, cmd, count, probe=probe)
+        if err:
+            table.error(name, err)
+            break
+        runs.append(r)
+    return runs
+
+
+def announce(args, tmp):
+    """Builds bench_curve into tmp and says what runs."""
+    binary = cost_curve.build(args.cc, tmp)
+    print(f"functracer: {args.functracer}")
+    print(f"program:    {binary} {MODE[0]} {args.seconds} {THREADS}  (best of {args.repeats})\n")
+    return binary
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_common_args(ap, None, n=False)
@@ -114,9 +134,7 @@ def main():
         return main_memtrace(args)
     s = args.seconds
     with benchlib.scratch_dir(args.keep) as tmp:
-        binary = cost_curve.build(args.cc, tmp)
-        print(f"functracer: {args.functracer}")
-        print(f"program:    {binary} busy {s} {THREADS}  (best of {args.repeats})\n")
+        binary = announce(args, tmp)
         table = benchlib.Table([("run", 12), ("attached s", 12), ("traced calls", 14),
                                 ("calls/s", 14), ("µs/traced call", 16), ("stops/event", 13),
                                 ("program kept", 13)])
@@ -169,13 +187,8 @@ def main():
             benchlib.skipped("bpftrace", "not installed (Debian package bpftrace) or not root")
 
         for name, cmd, count in tools:
-            runs = []
-            for _ in range(args.repeats):
-                r, err = attached(binary, s, cmd, count, probe=name == "bpftrace")
-                if err:
-                    table.error(name, err)
-                    break
-                runs.append(r)
+            runs = attached_runs(args.repeats, table, name, binary, s, cmd, count,
+                                 probe=name == "bpftrace")
             if not runs:
                 continue
             calls, wall, recorded, terr = min(runs, key=lambda r: r[1] / max(r[2], 1))
@@ -194,9 +207,7 @@ def main_memtrace(args):
     a "call" is a malloc/free pair, the records counted are the allocs."""
     s = args.seconds
     with benchlib.scratch_dir(args.keep) as tmp:
-        binary = cost_curve.build(args.cc, tmp)
-        print(f"functracer: {args.functracer}")
-        print(f"program:    {binary} busyalloc {s} {THREADS}  (best of {args.repeats})\n")
+        binary = announce(args, tmp)
         table = benchlib.Table([("run", 14), ("attached s", 12), ("allocs seen", 14),
                                 ("allocs/s", 14), ("stops/event", 13), ("program kept", 13)])
         table.header()
@@ -240,13 +251,7 @@ def main_memtrace(args):
             tools.append(("heaptrack -p", lambda pid: ["heaptrack", "-o", data, "-p", str(pid)],
                           ht_count))
         for name, cmd, count in tools:
-            runs = []
-            for _ in range(args.repeats):
-                r, err = attached(binary, s, cmd, count)
-                if err:
-                    table.error(name, err)
-                    break
-                runs.append(r)
+            runs = attached_runs(args.repeats, table, name, binary, s, cmd, count)
             if not runs:
                 continue
             calls, wall, recorded, terr = max(runs, key=lambda r: r[0])
