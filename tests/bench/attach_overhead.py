@@ -39,8 +39,11 @@ import cost_curve  # noqa: E402
 THREADS = 4
 
 
+MODE = ["busy"]  # "busyalloc" with --memtrace
+
+
 def start_target(binary, seconds):
-    p = subprocess.Popen([binary, "busy", str(seconds), str(THREADS)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([binary, MODE[0], str(seconds), str(THREADS)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     line = p.stdout.readline().decode()
     if line.strip() != "ready":
@@ -97,18 +100,41 @@ def attached(binary, seconds, tool_cmd, count, probe=False):
     return (calls, wall, recorded, terr.decode(errors="replace")), None
 
 
+def attached_runs(repeats, table, name, binary, seconds, cmd, count, probe=False):
+    """`repeats` runs of attached(); the first error goes to the table and ends them."""
+    runs = []
+    for _ in range(repeats):
+        r, err = attached(binary, seconds, cmd, count, probe=probe)
+        if err:
+            table.error(name, err)
+            break
+        runs.append(r)
+    return runs
+
+
+def announce(args, tmp):
+    """Builds bench_curve into tmp and says what runs."""
+    binary = cost_curve.build(args.cc, tmp)
+    print(f"functracer: {args.functracer}")
+    print(f"program:    {binary} {MODE[0]} {args.seconds} {THREADS}  (best of {args.repeats})\n")
+    return binary
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_common_args(ap, None, n=False)
     ap.add_argument("-s", "--seconds", type=float, default=3.0, help="run time of the program (default 3)")
+    ap.add_argument("--memtrace", action="store_true", help="a malloc/free pair per call (busyalloc), "
+                    "traced with memtrace -b 8 and against heaptrack -p")
     args = ap.parse_args()
     benchlib.resolve_tools(args)
     benchlib.require_functracer(args)
+    if args.memtrace:
+        MODE[0] = "busyalloc"
+        return main_memtrace(args)
     s = args.seconds
     with benchlib.scratch_dir(args.keep) as tmp:
-        binary = cost_curve.build(args.cc, tmp)
-        print(f"functracer: {args.functracer}")
-        print(f"program:    {binary} busy {s} {THREADS}  (best of {args.repeats})\n")
+        binary = announce(args, tmp)
         table = benchlib.Table([("run", 12), ("attached s", 12), ("traced calls", 14),
                                 ("calls/s", 14), ("µs/traced call", 16), ("stops/event", 13),
                                 ("program kept", 13)])
@@ -161,13 +187,8 @@ def main():
             benchlib.skipped("bpftrace", "not installed (Debian package bpftrace) or not root")
 
         for name, cmd, count in tools:
-            runs = []
-            for _ in range(args.repeats):
-                r, err = attached(binary, s, cmd, count, probe=name == "bpftrace")
-                if err:
-                    table.error(name, err)
-                    break
-                runs.append(r)
+            runs = attached_runs(args.repeats, table, name, binary, s, cmd, count,
+                                 probe=name == "bpftrace")
             if not runs:
                 continue
             calls, wall, recorded, terr = min(runs, key=lambda r: r[1] / max(r[2], 1))
@@ -179,6 +200,72 @@ def main():
             kept = f"{100 * calls / (base_rate * s):.1f} %"
             table.row(name, f"{wall:.1f}", recorded, f"{recorded / wall:,.0f}",
                       f"{wall / recorded * 1e6:.3f}" if recorded else "-", spe, kept)
+
+
+def main_memtrace(args):
+    """busyalloc attached with memtrace (recorder and stop path) and heaptrack -p;
+    a "call" is a malloc/free pair, the records counted are the allocs."""
+    s = args.seconds
+    with benchlib.scratch_dir(args.keep) as tmp:
+        binary = announce(args, tmp)
+        table = benchlib.Table([("run", 14), ("attached s", 12), ("allocs seen", 14),
+                                ("allocs/s", 14), ("stops/event", 13), ("program kept", 13)])
+        table.header()
+        rates = []
+        for _ in range(args.repeats):
+            calls, err = finish_target(start_target(binary, s))
+            if err:
+                sys.exit(err)
+            rates.append(calls / s)
+        base_rate = max(rates)
+        table.row("untraced", f"{s:.1f}", "-", f"{base_rate:,.0f}", "-", "100 %")
+        outdir = os.path.join(tmp, "traces")
+
+        def ft_count(out, err):
+            lost = re.search(r"(\d+) lost", err)
+            if lost and int(lost.group(1)):
+                return f"functracer lost {lost.group(1)} records"
+            files = glob.glob(os.path.join(outdir, "*.trace*"))
+            if not files:
+                return None
+            c = benchlib.count_records(files[0])
+            shutil.rmtree(outdir, ignore_errors=True)
+            return c.get("alloc", 0)
+
+        def ft_cmd(fast):
+            return lambda pid: ["env", f"FT_FAST_PATH={fast}", args.functracer, "-q", "-p", str(pid),
+                                "-e", "memtrace", "-b", "8", "-o", outdir, "--stats"]
+        tools = [("memtrace -p", ft_cmd(1), ft_count), ("stops -p", ft_cmd(0), ft_count)]
+        if benchlib.optional_tool("heaptrack"):
+            data = os.path.join(tmp, "ht")
+
+            def ht_count(out, err):
+                files = glob.glob(data + "*")
+                if not files:
+                    return f"heaptrack wrote nothing: {(out + err)[-400:]}"
+                p, _ = benchlib.run(["heaptrack_print", files[0]])
+                for f in files:
+                    os.remove(f)
+                m = re.search(r"calls to allocation functions: (\d+)", p.stdout.decode())
+                return int(m.group(1)) if m else f"heaptrack_print: {p.stderr.decode()[-300:]}"
+            tools.append(("heaptrack -p", lambda pid: ["heaptrack", "-o", data, "-p", str(pid)],
+                          ht_count))
+        for name, cmd, count in tools:
+            runs = attached_runs(args.repeats, table, name, binary, s, cmd, count)
+            if not runs:
+                continue
+            calls, wall, recorded, terr = max(runs, key=lambda r: r[0])
+            ev = re.search(r"(\d+) events", terr)
+            st = benchlib.stats_stops(terr)
+            spe = f"{st / int(ev.group(1)):.3f}" if ev and st is not None and int(ev.group(1)) else "-"
+            # The 0.2 s before the attach ran at the untraced rate: taken out.
+            kept = (calls - base_rate * 0.2) / (base_rate * (s - 0.2))
+            table.row(name, f"{wall:.1f}", recorded, f"{recorded / wall:,.0f}", spe,
+                      f"{100 * max(kept, 0):.1f} %")
+            if calls < recorded:
+                print(f"{name}: ERROR recorded {recorded} allocs, the program made {calls}")
+        print("\n(program kept: its malloc/free pairs after the first 0.2 s (before the attach, "
+              "counted at the untraced rate), against its untraced rate)")
 
 
 if __name__ == "__main__":

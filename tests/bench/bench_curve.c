@@ -7,6 +7,8 @@
  *                              the program above malloc
  *   bench_curve busy S T       T threads call curve_hot for S seconds (a busy
  *                              service to attach to); prints "ready" first
+ *   bench_curve busyalloc S T  the same with a malloc/free pair in place of
+ *                              each call of curve_hot
  *
  * cost_curve.py compiles this file with a generated bench_curve_fns.h on the
  * include path, holding CURVE_FN(00000, 0) .. CURVE_FN(09999, 9999): the
@@ -69,7 +71,27 @@ static void* busy_main(void* arg) {
   return NULL;
 }
 
-static int run_busy(double seconds, int threads) {
+/* busyalloc: the same loop around a malloc/free pair, so that each "call" is two
+ * heap events. */
+static void* busy_alloc_main(void* arg) {
+  struct worker* w = arg;
+  long sum = 0, i = 0, want = 0;
+  while (now_ns() < w->deadline_ns) {
+    for (int k = 0; k < 64; ++k, ++i) {
+      unsigned char* p = malloc((size_t)(16 + (i & 63)));
+      if (!p) abort();
+      p[0] = (unsigned char)i;
+      sum += p[0];
+      want += (unsigned char)i;
+      free(p);
+    }
+  }
+  w->calls = i;
+  w->sum = sum == want ? sum : -1;
+  return NULL;
+}
+
+static int run_busy(double seconds, int threads, void* (*body)(void*)) {
   struct worker* w = calloc((size_t)threads, sizeof *w);
   if (!w) return 2;
   long long t0 = now_ns();
@@ -77,7 +99,7 @@ static int run_busy(double seconds, int threads) {
   fflush(stdout);
   for (int i = 0; i < threads; ++i) {
     w[i].deadline_ns = t0 + (long long)(seconds * 1e9);
-    if (pthread_create(&w[i].thread, NULL, busy_main, &w[i]) != 0) return 2;
+    if (pthread_create(&w[i].thread, NULL, body, &w[i]) != 0) return 2;
   }
   long calls = 0;
   int ok = 1;
@@ -155,11 +177,11 @@ int main(int argc, char** argv) {
     return run_calls(atol(argv[2]), t);
   }
   if (argc == 4 && strcmp(argv[1], "alloc") == 0) return run_alloc(atol(argv[2]), atoi(argv[3]));
-  if (argc == 4 && strcmp(argv[1], "busy") == 0) {
+  if (argc == 4 && (strcmp(argv[1], "busy") == 0 || strcmp(argv[1], "busyalloc") == 0)) {
     int t = atoi(argv[3]);
     if (t < 1 || t > 64) return 2;
-    return run_busy(atof(argv[2]), t);
+    return run_busy(atof(argv[2]), t, strcmp(argv[1], "busy") == 0 ? busy_main : busy_alloc_main);
   }
-  fprintf(stderr, "usage: bench_curve calls N THREADS | alloc N DEPTH | busy SECONDS THREADS\n");
+  fprintf(stderr, "usage: bench_curve calls N THREADS | alloc N DEPTH | busy[alloc] SECONDS THREADS\n");
   return 2;
 }

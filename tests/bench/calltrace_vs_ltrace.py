@@ -5,7 +5,9 @@ Builds bench_calls.c (one noinline function called N times; the program times
 its own calling loop) and runs it, in the same run:
 
   untraced
-  functracer -q -e calltrace -a bench_fn -o TMP --stats
+  functracer -q -e calltrace -a bench_fn -o TMP --stats   (in-process recorder)
+  the same with FT_FAST_PATH=0                            (a ptrace stop per entry)
+  uftrace record -P bench_fn (dynamic patching of the unmodified binary)
   ltrace -L -x bench_fn -o /dev/null            (if ltrace is installed)
   bpftrace uprobe count on bench_fn             (if bpftrace works here)
 
@@ -20,13 +22,14 @@ usage: calltrace_vs_ltrace.py [-n N] [-r REPEATS] [--functracer PATH]
 
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
 import sys
 
 import benchlib
-from benchlib import Table, measure
+from benchlib import Table, measure, run
 
 
 def main():
@@ -73,8 +76,41 @@ def main():
         ft_cmd = [args.functracer, "-q", "-e", "calltrace", "-a", "bench_fn", "-o", outdir, "--stats",
                   binary, str(n)]
         results.append(bench("functracer", ft_cmd, ft_check))
-        # The same with every return caught by a stop at the trampoline.
-        results.append(bench("ft trampoline", ["env", "FT_FAST_RETURNS=0"] + ft_cmd, ft_check))
+        # The same with a stop per entry (no in-process recorder).
+        results.append(bench("ft stops", ["env", "FT_FAST_PATH=0"] + ft_cmd, ft_check))
+        # Self time of bench_fn in functracer's own report (a last, separate run).
+        ft_self = None
+        if args.postproc and not results[-2].error:
+            p, _ = run(ft_cmd)
+            files = glob.glob(os.path.join(outdir, "*.trace*"))
+            q, _ = run([args.postproc, "calls", "--json"] + files)
+            try:
+                f = next(f for f in json.loads(q.stdout.decode())["functions"]
+                         if f["name"].split("(")[0] == "bench_fn")
+                ft_self = f["self_ns"] / f["calls"]
+            except (ValueError, KeyError, TypeError, StopIteration):
+                ft_self = None
+            shutil.rmtree(outdir, ignore_errors=True)
+
+        uft_self = None
+        if benchlib.optional_tool("uftrace"):
+            udata = os.path.join(tmp, "uftrace.data")
+
+            def uft_check(out, err, m):
+                nonlocal uft_self
+                p, _ = run(["uftrace", "report", "-d", udata])
+                for line in p.stdout.decode().splitlines():
+                    cells = line.split()
+                    if cells and cells[-1] == "bench_fn":
+                        # Total time, unit, self time, unit, calls, name.
+                        if int(cells[4]) != n:
+                            return f"uftrace recorded {cells[4]} calls of bench_fn, not {n}"
+                        scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[cells[3]]
+                        uft_self = float(cells[2]) * scale / n
+                        return None
+                return f"uftrace report has no bench_fn: {p.stdout.decode()[-300:]}"
+            results.append(bench("uftrace -P", ["uftrace", "record", "-P", "bench_fn", "-d", udata,
+                                                binary, str(n)], uft_check))
 
         if benchlib.optional_tool("ltrace"):
             results.append(bench("ltrace", ["ltrace", "-L", "-x", "bench_fn", "-o", "/dev/null",
@@ -107,17 +143,25 @@ def main():
             per_call[m.name] = over
             table.row(m.name, f"{loop:.3f}", f"{over:.3f}", f"{m.best_wall():.2f}")
         print()
-        for ft in (m for m in results if m.name in ("functracer", "ft trampoline") and not m.error):
+        for ft in (m for m in results if m.name in ("functracer", "ft stops") and not m.error):
             print(f"{ft.name} --stats: {ft.extra.get('stats')}")
             if "stops" in ft.extra:
                 print(f"{ft.name} ptrace stops per traced call: {ft.extra['stops'] / n:.3f}")
         if "functracer" in per_call and "ltrace" in per_call and per_call["functracer"] > 0:
             print(f"ratio ltrace/functracer (overhead per call): "
                   f"{per_call['ltrace'] / per_call['functracer']:.2f}")
-        if "functracer" in per_call and "bpftrace uprobe" in per_call and \
-                per_call["bpftrace uprobe"] > 0:
-            print(f"ratio functracer/uprobe (overhead per call): "
-                  f"{per_call['functracer'] / per_call['bpftrace uprobe']:.2f}")
+        for peer in ("uftrace -P", "bpftrace uprobe", "ltrace"):
+            if "functracer" in per_call and peer in per_call and per_call[peer] > 0:
+                print(f"ratio functracer/{peer} (overhead per call): "
+                      f"{per_call['functracer'] / per_call[peer]:.2f}")
+        if "ft stops" in per_call and per_call.get("functracer", 0) > 0:
+            print(f"ratio stop path/recorder (overhead per call): "
+                  f"{per_call['ft stops'] / per_call['functracer']:.2f}")
+        if base is not None:
+            print(f"self time of bench_fn per call: untraced loop {base / n:.1f} ns, "
+                  f"functracer calls {ft_self if ft_self is None else f'{ft_self:.1f}'} ns, "
+                  f"uftrace report {uft_self if uft_self is None else f'{uft_self:.1f}'} ns, "
+                  f"functracer/uftrace {benchlib.ratio(ft_self, uft_self, '{:.2f}')} (target <= 2)")
         errors = [m for m in results if m.error]
         return 1 if errors else 0
 
