@@ -6,16 +6,11 @@
 
 #include "arch/arch.h"
 #include "arch/return_stub.h"
+#include "arch/cycle_counter.h"
 #include "common/check.h"
 #include "common/clock.h"
 
-#include "common/clock.h"
-
 namespace ft::fastret {
-namespace {
-
-
-}  // namespace
 
 std::array<uint8_t, kStubSize> stub_code(uint64_t top_addr, uint64_t block_addr) {
   FT_CHECK(arch::host().return_stub, "no return stub for %s", std::string(arch::host().name).c_str());
@@ -28,11 +23,7 @@ std::array<uint8_t, kStubSize> stub_code(uint64_t top_addr, uint64_t block_addr)
   return code;
 }
 
-uint64_t read_tsc() {
-  uint32_t lo, hi;
-  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-  return (static_cast<uint64_t>(hi) << 32) | lo;
-}
+uint64_t read_tsc() { return arch::read_cycle_counter(); }
 
 TscClock::TscClock() {
   // A first rate from a short interval; later pairs refine it.
