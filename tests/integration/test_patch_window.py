@@ -46,6 +46,18 @@ STEPPED = re.compile(r"stepped (\d+) instructions out of the recorder's code")
 MAX_STEPS = 1000
 
 
+def communicate(ck, proc, timeout, failure, stdin=None):
+    """(stdout, stderr) of proc once it ended, or None (killed after timeout, failure
+    reported)."""
+    try:
+        return proc.communicate(input=stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        ck.fail(f"{failure}\nstdout: {out!r}\nstderr: {(err or b'')[-2000:]!r}")
+        return None
+
+
 def start_target(ck, exe, label):
     target = subprocess.Popen([exe, str(MESSAGES)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
@@ -58,13 +70,10 @@ def start_target(ck, exe, label):
 
 def finish_target(ck, target, label):
     """Sends "go" (if not sent), waits for the program; its counts, or None."""
-    try:
-        out, err = target.communicate(input=b"go\n", timeout=120)
-    except subprocess.TimeoutExpired:
-        target.kill()
-        out, err = target.communicate()
-        ck.fail(f"{label}: the program did not finish (hung?)\nstdout: {out!r}")
+    ended = communicate(ck, target, 120, f"{label}: the program did not finish (hung?)", stdin=b"go\n")
+    if ended is None:
         return None
+    out, err = ended
     ok = ck.check_eq(target.returncode, 0, f"{label}: the program's exit status (its own checks)\n"
                      f"stdout: {out!r}\nstderr: {err!r}")
     lines = out.decode().strip().splitlines()
@@ -111,14 +120,10 @@ def round_to_end(ck, exe, tmp, i):
         h.kill_all(tracer, target)
         return None
     counts = finish_target(ck, target, label)
-    try:
-        _, err = tracer.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        tracer.kill()
-        _, err = tracer.communicate()
-        ck.fail(f"{label}: functracer did not end with the program")
+    ended = communicate(ck, tracer, 60, f"{label}: functracer did not end with the program")
+    if ended is None:
         return None
-    err = err.decode()
+    err = ended[1].decode()
     ck.check_eq(tracer.returncode, 0, f"{label}: functracer's exit status\n{err[-2000:]}")
     if counts is None:
         return None
@@ -158,15 +163,12 @@ def round_detached(ck, exe, tmp, i):
     target.stdin.flush()
     time.sleep(0.15)
     tracer.send_signal(signal.SIGINT)
-    try:
-        _, err = tracer.communicate(timeout=h.DETACH_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        tracer.kill()
-        _, err = tracer.communicate()
-        ck.fail(f"{label}: functracer did not detach within {h.DETACH_TIMEOUT} s")
+    ended = communicate(ck, tracer, h.DETACH_TIMEOUT, f"{label}: functracer did not detach within "
+                        f"{h.DETACH_TIMEOUT} s")
+    if ended is None:
         h.kill_all(target)
         return
-    err = err.decode()
+    err = ended[1].decode()
     ck.check_eq(tracer.returncode, 0, f"{label}: functracer's exit status after the detach\n{err[-2000:]}")
     steps = [int(n) for n in STEPPED.findall(err)]
     ck.check(all(n <= MAX_STEPS for n in steps) and "still in the recorder's code" not in err,
@@ -175,13 +177,10 @@ def round_detached(ck, exe, tmp, i):
     if ck.check(target.poll() is None, f"{label}: the program ended at the detach ({target.returncode})"):
         n = text_matches_file(ck, target.pid, exe, label)
         print(f"{label}: {n} bytes of text compared with the file", flush=True)
-    try:
-        out, _ = target.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        target.kill()
-        out, _ = target.communicate()
-        ck.fail(f"{label}: the program did not finish after the detach")
+    ended = communicate(ck, target, 120, f"{label}: the program did not finish after the detach")
+    if ended is None:
         return
+    out = ended[0]
     ck.check_eq(target.returncode, 0, f"{label}: the program's exit status after the detach\n{out!r}")
 
 
