@@ -48,6 +48,9 @@ struct EntryPatchRequest {
   uint64_t copy = 0;                   // where the relocated window will run
   std::span<const uint64_t> branch_targets;  // other known targets (landing pads, ...)
   std::span<const CodeRange> other_parts;    // other code of the function (.cold)
+  // Where the copy of a kept instruction (EntryPatch::kept_relocated) runs: this many
+  // bytes after the end of `relocated` at `copy` (the trampoline's layout decides).
+  uint64_t kept_copy_gap = 0;
 };
 
 // Where a window instruction is in the relocated copy, as offsets from the entry and
@@ -66,7 +69,23 @@ struct EntryPatch {
   // ok: the window is [entry, entry + window_length). Instructions that must stay at
   // the entry (x86-64 endbr64, the landing pad of indirect calls under IBT) are kept:
   // the jump is written at entry + patch_offset.
+  //
+  // Where it can, the function's first instruction stays in place too (after an
+  // endbr64): a kernel uprobe put on the entry by another tool (bpftrace, perf probe)
+  // while the patch is there runs the file's instruction out of line and goes on at
+  // the next one, which must then be the jump, not the middle of it; and removing the
+  // uprobe writes the file's byte back over the entry, which must be the byte there.
+  // Kept are only instructions that run the same before the recording as after it and
+  // twice as once (the stop path runs them again from a copy, after undoing their
+  // stack effect): push of a register, sub of a constant from rsp, test and cmp, a
+  // mov or lea into a register no argument is passed in and that it does not read.
   unsigned patch_offset = 0;
+  unsigned kept_length = 0;   // of that kept instruction (0: none); patch_offset includes it
+  int64_t stack_delta = 0;    // bytes it moved the stack pointer down (push: 8)
+  // With a kept instruction, for copy + relocated.size() + kept_copy_gap: the kept
+  // instruction re-encoded, then a jump to `copy`. The stop path resumes there, with
+  // the stack as at the entry.
+  std::vector<uint8_t> kept_relocated;
   unsigned window_length = 0;
   std::vector<uint8_t> original;   // the bytes at entry + patch_offset the patch replaces
   std::vector<uint8_t> patch;      // same length: the jump to the trampoline, then padding

@@ -34,14 +34,20 @@ struct RecorderCode {
   size_t body = 0;        // entry trampoline: where the displaced instructions start
   size_t slow_trap = 0;   // the trap of the stop path
   size_t after_call = 0;  // where the recorder's function returns to
+  size_t stop_resume = 0; // entry trampoline: where the stop path resumes the thread (the
+                          // copy of a kept first instruction, else body)
 };
 
 struct RecorderStubs {
   // at: the trampoline's address; entry_fn: ft_recorder_entry's address; window: the
   // displaced instructions, relocated to run at at + body (see arch/entry_patch.h);
-  // resume: where the function goes on after them.
+  // resume: where the function goes on after them; stack_delta and kept: the
+  // function's first instruction kept in place (EntryPatch::stack_delta,
+  // kept_relocated, placed kept_copy_gap bytes after the window's copy), which ran
+  // before the jump: the slow trap undoes its stack effect, the stop path runs its copy.
   RecorderCode (*entry_trampoline)(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
-                                   std::span<const uint8_t> window, uint64_t resume);
+                                   std::span<const uint8_t> window, uint64_t resume, int64_t stack_delta,
+                                   std::span<const uint8_t> kept);
   RecorderCode (*return_stub)(uint64_t region, uint64_t return_fn);
   // Stepping a thread through the stubs (a detach): an instruction that pushes or pops
   // the flags is not stepped but done by hand. Stepped, a push would save the step's
@@ -51,8 +57,8 @@ struct RecorderStubs {
   size_t (*flags_transfer)(std::span<const uint8_t> code, int& dir);
   int flags_reg;       // the flags register (Registers::get/set)
   uint64_t trap_flag;  // its single-step bit
-  // The largest entry trampoline without its window.
-  size_t entry_overhead;
+  // EntryPatchRequest::kept_copy_gap for this trampoline.
+  size_t kept_copy_gap;
 };
 
 // x86-64: the thread pointer is the fs base, read with rdfsbase: only where the

@@ -91,7 +91,7 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   ret = arch::host().recorder->return_stub(rs.region.value(), rs.return_fn.value());
   rs.return_trap = rs.return_stub + static_cast<int64_t>(ret.slow_trap);
   rs.return_after_call = rs.return_stub + static_cast<int64_t>(ret.after_call);
-  rs.entry_after_call = arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0).after_call;
+  rs.entry_after_call = arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}).after_call;
   rs.code_size = sizeof recorder_image::kCode;
   // After the return stub: the trap a held signal waits at (hold_signal).
   std::vector<uint8_t> code = ret.code;
@@ -222,13 +222,14 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   }
   const arch::RecorderStubs& stubs = *arch::host().recorder;
   RemoteAddr tramp = area.base() + static_cast<int64_t>(area.next_offset());
-  size_t body_offset = stubs.entry_trampoline(0, 0, 0, 0, {}, 0).body;
+  size_t body_offset = stubs.entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}).body;
   arch::EntryPatchRequest req;
   req.function = body;
   req.entry = addr.value();
   req.trampoline = tramp.value();
   req.copy = tramp.value() + body_offset;
   req.other_parts = parts;
+  req.kept_copy_gap = stubs.kept_copy_gap;
   // Branches from elsewhere in the module that land near the entry.
   std::vector<uint64_t> foreign;
   if (m.elf) {
@@ -273,7 +274,7 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
                   uint64_t{std::min(frames, FT_REC_MAX_STACK)} << FT_REC_SITE_FRAMES_SHIFT;
   if (fn.return_mask) site |= FT_REC_SITE_RETURN;
   auto code = stubs.entry_trampoline(tramp.value(), rs.region.value(), site, rs.entry_fn.value(), plan.relocated,
-                                     resume.value());
+                                     resume.value(), plan.stack_delta, plan.kept_relocated);
   FT_CHECK(code.body == body_offset, "entry trampoline layout changed (%zu, %zu)", code.body, body_offset);
   if (code.code.size() > kTrampolineBytes) {
     reason = "its first instructions do not fit a trampoline";
@@ -305,6 +306,8 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   s.original = plan.original;
   s.trampoline = tramp;
   s.slow_trap = tramp + static_cast<int64_t>(code.slow_trap);
+  s.stop_resume = tramp + static_cast<int64_t>(code.stop_resume);
+  s.end = tramp + static_cast<int64_t>(code.code.size());
   s.copy = RemoteAddr(req.copy);
   for (const arch::MovedPc& m : plan.moved_pcs) s.moved_pcs.emplace_back(m.from, m.to);
   s.fn = fn_id;
@@ -576,7 +579,7 @@ void FastPath::settle_for_detach(Process& p) {
   __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
   auto site_of = [&](RemoteAddr pc) -> const EntryPatchSite* {
     for (const EntryPatchSite& s : rs.patches)
-      if (pc >= s.trampoline && pc <= s.slow_trap) return &s;
+      if (pc >= s.trampoline && pc < s.end) return &s;
     return nullptr;
   };
   for (auto& [tid, t] : p.threads()) {

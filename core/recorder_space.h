@@ -43,10 +43,14 @@ class RegionMapping {
 // A function whose first instructions jump to its trampoline.
 struct EntryPatchSite {
   RemoteAddr entry;              // the function's entry
-  RemoteAddr at;                 // where the jump is (the entry, or after an endbr64)
+  RemoteAddr at;                 // where the jump is (the entry, or after the instructions
+                                 // kept there: an endbr64, the first one; arch/entry_patch.h)
   std::vector<uint8_t> original; // the bytes the jump replaced
   RemoteAddr trampoline;
   RemoteAddr slow_trap;          // the trampoline's trap of the stop path
+  RemoteAddr stop_resume;        // where the stop path resumes the thread (a kept first
+                                 // instruction's copy, else the window's)
+  RemoteAddr end;                // one past the trampoline's code
   // The relocated first instructions, in the trampoline: where the copy starts and,
   // for each of the window's instructions, its offset from the entry and its copy's
   // offset from `copy` (a thread inside the window at the patch is moved to the copy;

@@ -278,7 +278,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
         bp.entry = addr;
         bp.orig_byte = arch::host().trap[0];
         bp.reloc.kind = arch::Relocation::Kind::OutOfLine;
-        bp.slot = site.trampoline + static_cast<int64_t>(arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0).body);
+        bp.slot = site.stop_resume;
         bp.fn = id;
         bp.traced = true;
         bp.module = &m;

@@ -236,27 +236,72 @@ std::string relocate_into(std::vector<uint8_t>& out, const cs_insn& in, uint64_t
 
 }  // namespace
 
-EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
-  if (req.function.empty()) return refuse_entry_patch("no code bytes");
-  // Window arithmetic on addresses must not wrap; no code lives in the last page.
-  if (req.entry > kTopOfCode || req.function.size() > kTopOfCode - req.entry) {
-    return refuse_entry_patch("code at the top of the address space");
+namespace {
+
+bool in_family(x86_reg r, std::initializer_list<x86_reg> family) {
+  return std::find(family.begin(), family.end(), r) != family.end();
+}
+
+// The registers a first instruction kept in place may write (besides the flags and,
+// by push and sub, rsp): none an argument is passed in, nor rsp or rbp (which the
+// recorder reads for the call's stack), nor a callee-saved one. rax carries only a
+// variadic call's vector count (read by the callee, never written first); r10 a
+// static chain (read, likewise); r11 nothing.
+std::initializer_list<x86_reg> writable_family(x86_reg r) {
+  static constexpr std::initializer_list<x86_reg> kRax = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH};
+  static constexpr std::initializer_list<x86_reg> kR10 = {X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B};
+  static constexpr std::initializer_list<x86_reg> kR11 = {X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B};
+  for (auto f : {kRax, kR10, kR11})
+    if (in_family(r, f)) return f;
+  return {};
+}
+
+// How far a first instruction that can stay in place moves the stack pointer down
+// (see EntryPatch::kept_length), or nullopt when it cannot stay.
+std::optional<int64_t> kept_stack_delta(const cs_insn& in) {
+  const cs_x86& x = in.detail->x86;
+  switch (in.id) {
+    case X86_INS_TEST:
+    case X86_INS_CMP:
+      return 0;
+    case X86_INS_PUSH:
+      if (x.op_count == 1 && x.operands[0].type == X86_OP_REG && x.operands[0].size == 8) return 8;
+      return std::nullopt;
+    case X86_INS_SUB:
+      if (x.op_count == 2 && x.operands[0].type == X86_OP_REG && x.operands[0].reg == X86_REG_RSP &&
+          x.operands[1].type == X86_OP_IMM && x.operands[1].imm > 0 && x.operands[1].imm % 8 == 0 &&
+          x.operands[1].imm <= (1 << 20))
+        return x.operands[1].imm;
+      return std::nullopt;
+    case X86_INS_MOV:
+    case X86_INS_MOVABS:
+    case X86_INS_MOVZX:
+    case X86_INS_MOVSXD:
+    case X86_INS_LEA: {
+      if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) return std::nullopt;
+      const auto family = writable_family(x.operands[0].reg);
+      if (family.size() == 0) return std::nullopt;
+      const cs_x86_op& src = x.operands[1];
+      if (src.type == X86_OP_REG && in_family(src.reg, family)) return std::nullopt;
+      if (src.type == X86_OP_MEM && (in_family(src.mem.base, family) || in_family(src.mem.index, family)))
+        return std::nullopt;
+      return 0;
+    }
+    default:
+      return std::nullopt;
   }
-  if (!decoder().ok()) return refuse_entry_patch("disassembler unavailable");
+}
 
-  std::string reason;
-  const std::optional<Scan> body = scan_range({req.function, req.entry}, reason);
-  if (!body) return refuse_entry_patch(reason);
-
-  // The window: endbr64 kept, then whole instructions until the jump fits.
+// The patch with its window starting at instruction `first` of the body, the bytes
+// before it (patch_offset of them) staying in place.
+EntryPatch plan_window(const EntryPatchRequest& req, const Scan& body, size_t first, unsigned patch_offset) {
   EntryPatch patch;
-  patch.patch_offset = body->ids.front() == X86_INS_ENDBR64 ? kEndbr64Length : 0;
+  patch.patch_offset = patch_offset;
   const uint64_t patch_addr = req.entry + patch.patch_offset;
   const uint64_t size = req.function.size();
-  const size_t first = patch.patch_offset == 0 ? 0 : 1;
   size_t last = first;  // one past the window's last instruction
-  while (last < body->starts.size() && body->starts[last] < patch_addr + kJmpRel32Length) ++last;
-  const uint64_t window_end = last < body->starts.size() ? body->starts[last] : req.entry + size;
+  while (last < body.starts.size() && body.starts[last] < patch_addr + kJmpRel32Length) ++last;
+  const uint64_t window_end = last < body.starts.size() ? body.starts[last] : req.entry + size;
   if (window_end < patch_addr + kJmpRel32Length) {
     return refuse_entry_patch(
         fmt::format("function too short ({} byte{})", size, size == 1 ? "" : "s"));
@@ -265,7 +310,8 @@ EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
   const auto inside = [&](uint64_t a) { return a > req.entry && a < window_end; };
 
   // Every branch that can be seen, against the window.
-  std::vector<IndirectJump> indirect = body->indirect_jumps;
+  std::string reason;
+  std::vector<IndirectJump> indirect = body.indirect_jumps;
   const auto check_branches = [&](const Scan& scan) -> std::string {
     for (const Branch& b : scan.branches) {
       if (!inside(b.to)) continue;
@@ -281,7 +327,7 @@ EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
     }
     return {};
   };
-  if (std::string why = check_branches(*body); !why.empty()) return refuse_entry_patch(why);
+  if (std::string why = check_branches(body); !why.empty()) return refuse_entry_patch(why);
   for (const CodeRange& part : req.other_parts) {
     const std::optional<Scan> scan = scan_range(part, reason);
     if (!scan) return refuse_entry_patch(reason + " (other part)");
@@ -293,11 +339,12 @@ EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
       return refuse_entry_patch(fmt::format("known branch target {:#x} inside the patched bytes", t));
     }
   }
+  const bool ibt = body.ids.front() == X86_INS_ENDBR64;
   for (const IndirectJump& j : indirect) {
     if (j.notrack) {
       return refuse_entry_patch(fmt::format("notrack indirect jump at {:#x} (jump table)", j.at));
     }
-    if (patch.patch_offset == 0) {
+    if (!ibt) {
       return refuse_entry_patch(fmt::format("indirect jump at {:#x} (targets unknown)", j.at));
     }
   }
@@ -305,7 +352,7 @@ EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
   // The copy, instruction by instruction.
   const Decoder& dec = decoder();
   for (size_t i = first; i < last; ++i) {
-    const uint64_t at = body->starts[i];
+    const uint64_t at = body.starts[i];
     const InsnPtr insn = dec.decode(req.function.subspan(at - req.entry), at);
     if (insn == nullptr) return refuse_entry_patch(fmt::format("undecodable bytes at {:#x}", at));
     patch.moved_pcs.push_back({.from = static_cast<unsigned>(at - req.entry),
@@ -326,6 +373,46 @@ EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
                         req.function.begin() + patch.window_length);
   patch.ok = true;
   return patch;
+}
+
+}  // namespace
+
+EntryPatch plan_entry_patch_x86_64(const EntryPatchRequest& req) {
+  if (req.function.empty()) return refuse_entry_patch("no code bytes");
+  // Window arithmetic on addresses must not wrap; no code lives in the last page.
+  if (req.entry > kTopOfCode || req.function.size() > kTopOfCode - req.entry) {
+    return refuse_entry_patch("code at the top of the address space");
+  }
+  if (!decoder().ok()) return refuse_entry_patch("disassembler unavailable");
+
+  std::string reason;
+  const std::optional<Scan> body = scan_range({req.function, req.entry}, reason);
+  if (!body) return refuse_entry_patch(reason);
+
+  // endbr64 stays; then the first instruction stays too where it can, else the window
+  // starts with it.
+  const bool endbr = body->ids.front() == X86_INS_ENDBR64;
+  const size_t first = endbr ? 1 : 0;
+  const unsigned offset = endbr ? kEndbr64Length : 0;
+  if (first + 1 < body->starts.size()) {
+    const uint64_t at = body->starts[first];
+    const InsnPtr insn = decoder().decode(req.function.subspan(at - req.entry), at);
+    const std::optional<int64_t> delta = insn ? kept_stack_delta(*insn) : std::nullopt;
+    if (delta) {
+      const unsigned length = static_cast<unsigned>(body->starts[first + 1] - at);
+      EntryPatch patch = plan_window(req, *body, first + 1, offset + length);
+      std::vector<uint8_t> kept;
+      const uint64_t kept_at = req.copy + patch.relocated.size() + req.kept_copy_gap;
+      if (patch.ok && relocate_into(kept, *insn, kept_at).empty()) {
+        emit_jump(kept, kept_at, req.copy);
+        patch.kept_length = length;
+        patch.stack_delta = *delta;
+        patch.kept_relocated = std::move(kept);
+        return patch;
+      }
+    }
+  }
+  return plan_window(req, *body, first, offset);
 }
 
 }  // namespace ft::arch

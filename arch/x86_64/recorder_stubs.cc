@@ -38,20 +38,39 @@ class Emitter {
   std::vector<uint8_t> out_;
 };
 
+// Bytes between the resume jump after the window's copy and the kept instruction's
+// copy: popfq, lea rsp, int3.
+constexpr size_t kStopGapAfterJump = 1 + 8 + 1;
+
 // rdtsc; shl rdx, 32; or rax, rdx  (the counter in rax; rdx clobbered)
 void read_tsc(Emitter& e) { e.bytes({0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0}); }
 
+// lea rsp, [rsp + d] (the disp32 form: the same length whatever d is)
+void adjust_sp(Emitter& e, int32_t d) {
+  e.bytes({0x48, 0x8d, 0xa4, 0x24});
+  uint8_t b[4];
+  std::memcpy(b, &d, 4);
+  e.raw(b);
+}
+
 RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
-                              std::span<const uint8_t> window, uint64_t resume) {
+                              std::span<const uint8_t> window, uint64_t resume, int64_t stack_delta,
+                              std::span<const uint8_t> kept) {
   (void)at;  // the code is position-independent
   Emitter e;
+  // Entered after the function's kept first instruction (arch/entry_patch.h), which
+  // moved the stack pointer stack_delta bytes down: the return address is that far
+  // up. `align` puts rsp back at 8 mod 16, as at the entry, before the pushes.
+  const int32_t delta = static_cast<int32_t>(stack_delta);
+  const int32_t align = static_cast<int32_t>(((stack_delta % 16) + 16) % 16);
+  adjust_sp(e, -align);
   // Pushed in reverse so that [rsp] .. [rsp+40] are rdi, rsi, rdx, rcx, r8, r9 (the
   // arguments in order), then rax (al: vector registers of a variadic call), r10 (a
   // static chain), r11, rbp (for stack walks), the flags; the return address at
-  // [rsp+88]. rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call below. Every
-  // register a call may clobber is kept, flags included: a caller compiled with
-  // interprocedural register allocation (GCC's -fipa-ra, on at -O2) keeps values in
-  // them across calls to functions it knows do not touch them.
+  // [rsp+88+align+delta]. rsp was 8 mod 16 at the entry, and is 0 mod 16 at the call
+  // below. Every register a call may clobber is kept, flags included: a caller
+  // compiled with interprocedural register allocation (GCC's -fipa-ra, on at -O2)
+  // keeps values in them across calls to functions it knows do not touch them.
   e.bytes({0x9c});                    // pushfq
   e.bytes({0x55});                    // push rbp
   e.bytes({0x41, 0x53, 0x41, 0x52, 0x50, 0x41, 0x51, 0x41, 0x50, 0x51, 0x52, 0x56, 0x57});
@@ -60,7 +79,13 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
   e.bytes({0x48, 0xbf}).u64(region);  // movabs rdi, region
   e.bytes({0x48, 0xbe}).u64(site);    // movabs rsi, site
   e.bytes({0x48, 0x89, 0xe2});        // mov rdx, rsp       args
-  e.bytes({0x48, 0x8d, 0x4c, 0x24, 0x58});  // lea rcx, [rsp+88]  slot
+  e.bytes({0x48, 0x8d, 0x8c, 0x24});  // lea rcx, [rsp+88+align+delta]  slot
+  {
+    const int32_t slot = 88 + align + delta;
+    uint8_t b[4];
+    std::memcpy(b, &slot, 4);
+    e.raw(b);
+  }
   e.bytes({0xf3, 0x49, 0x0f, 0xae, 0xc0});  // rdfsbase r8        tp
   e.bytes({0x48, 0xb8}).u64(entry_fn);      // movabs rax, entry_fn
   e.bytes({0xff, 0xd0});                    // call rax
@@ -70,14 +95,25 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
   e.bytes({0x5d});                          // pop rbp
   size_t to_slow = e.jcc32(0x85);           // jnz slow
   e.bytes({0x9d});                          // popfq
+  adjust_sp(e, align);
   size_t body = e.size();
   e.raw(window);
   e.bytes({0xff, 0x25, 0, 0, 0, 0}).u64(resume);  // jmp [rip+0]; .quad resume
+  FT_CHECK(e.size() - body - window.size() + kStopGapAfterJump == kX86_64RecorderStubs.kept_copy_gap,
+           "entry trampoline: the kept instruction's copy moved");
   e.land(to_slow);
   e.bytes({0x9d});                          // slow: popfq
+  // The stop path sees the stack as at the entry: the kept instruction undone (it
+  // runs again from its copy after the stop).
+  adjust_sp(e, align + delta);
   size_t slow = e.size();
   e.bytes({0xcc});
-  return {e.take(), body, slow, after_call};
+  size_t stop_resume = body;
+  if (!kept.empty()) {
+    stop_resume = e.size();
+    e.raw(kept);  // ends in a jump to body
+  }
+  return {e.take(), body, slow, after_call, stop_resume};
 }
 
 RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
@@ -129,6 +165,7 @@ size_t flags_transfer(std::span<const uint8_t> code, int& dir) {
 
 }  // namespace
 
-const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, flags_transfer, 49, 0x100, 144};
+const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, flags_transfer, 49, 0x100,
+                                            /*kept_copy_gap*/ 14 + kStopGapAfterJump};
 
 }  // namespace ft::arch

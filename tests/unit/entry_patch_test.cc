@@ -168,12 +168,14 @@ class EntryPatchX86 : public ::testing::Test {
   uint64_t copy() const { return page_.address() + 0x100; }
   uint64_t trampoline() const { return page_.address() + 0x80; }
 
-  // Accepts `fn`, writes its relocated copy and returns the copy's address.
+  // Accepts `fn`, writes its relocated copy (and the copy of a kept first instruction
+  // right after it) and returns where the function starts from its copies: the kept
+  // instruction's copy if there is one, as the stop path resumes, else the window's.
   template <typename Fn>
   Fn install_copy(const EntryPatch& p) {
     EXPECT_TRUE(p.ok) << p.reason;
-    page_.put(0x100, p.relocated);
-    return reinterpret_cast<Fn>(page_.get() + 0x100);
+    page_.put(0x100, cat({p.relocated, p.kept_relocated}));
+    return reinterpret_cast<Fn>(page_.get() + 0x100 + (p.kept_length ? p.relocated.size() : 0));
   }
 
   NearPage page_{addr(ep_plain)};
@@ -187,14 +189,54 @@ TEST_F(EntryPatchX86, PlainFunction) {
   const uint64_t e = addr(ep_plain);
   const EntryPatch p = plan(fn, copy(), trampoline());
   ASSERT_TRUE(p.ok) << p.reason;
-  EXPECT_EQ(p.patch_offset, 0u);
-  EXPECT_EQ(p.window_length, 6u);  // push rbp (1), mov rbp, rsp (3), mov eax, edi (2)
-  EXPECT_EQ(p.original, (Bytes{0x55, 0x48, 0x89, 0xe5, 0x89, 0xf8}));
-  EXPECT_EQ(p.patch, cat({jmp(e, trampoline()), {0x90}}));
-  EXPECT_EQ(p.relocated, cat({{0x55, 0x48, 0x89, 0xe5, 0x89, 0xf8}, jmp(copy() + 6, e + 6)}));
-  const auto run = install_copy<int (*)(int, int)>(p);
+  // push rbp stays at the entry (a uprobe there runs it and goes on at the jump), the
+  // window is mov rbp, rsp (3), mov eax, edi (2).
+  EXPECT_EQ(p.kept_length, 1u);
+  EXPECT_EQ(p.stack_delta, 8);
+  EXPECT_EQ(p.patch_offset, 1u);
+  EXPECT_EQ(p.window_length, 6u);
+  EXPECT_EQ(p.original, (Bytes{0x48, 0x89, 0xe5, 0x89, 0xf8}));
+  EXPECT_EQ(p.patch, jmp(e + 1, trampoline()));
+  EXPECT_EQ(p.relocated, cat({{0x48, 0x89, 0xe5, 0x89, 0xf8}, jmp(copy() + 5, e + 6)}));
+  EXPECT_EQ(p.moved_pcs, (std::vector<MovedPc>{{1, 0}, {4, 3}}));
+  // The stop path's copy: push rbp again, then the window's copy (gap 0 here).
+  const uint64_t kept_at = copy() + p.relocated.size();
+  EXPECT_EQ(p.kept_relocated, cat({{0x55}, jmp(kept_at + 1, copy())}));
+  // Run from the kept instruction's copy, as the stop path resumes a thread.
+  page_.put(0x100, cat({p.relocated, p.kept_relocated}));
+  const auto run = reinterpret_cast<int (*)(int, int)>(page_.get() + 0x100 + p.relocated.size());
   EXPECT_EQ(run(2, 3), 5);
   EXPECT_EQ(run(-7, 100), 93);
+}
+
+// What may stay at the entry: instructions that run the same twice and before the
+// recording; anything else starts the window, as does a function whose kept
+// instruction would leave no room or whose second instruction is a branch target.
+TEST_F(EntryPatchX86, FirstInstructionKeptOnlyWhenHarmless) {
+  const auto kept = [&](const Bytes& code) {
+    const EntryPatch p = plan(code, copy(), trampoline());
+    EXPECT_TRUE(p.ok) << p.reason;
+    return std::pair{p.kept_length, p.stack_delta};
+  };
+  const Bytes tail = {0x48, 0x89, 0xf8, 0x48, 0x01, 0xf0, 0xc3};  // mov rax, rdi; add rax, rsi; ret
+  EXPECT_EQ(kept(cat({{0x41, 0x54}, tail})), (std::pair{2u, int64_t{8}}));                     // push r12
+  EXPECT_EQ(kept(cat({{0x48, 0x83, 0xec, 0x18}, tail})), (std::pair{4u, int64_t{24}}));        // sub rsp, 24
+  EXPECT_EQ(kept(cat({{0x48, 0x85, 0xff}, tail})), (std::pair{3u, int64_t{0}}));               // test rdi, rdi
+  EXPECT_EQ(kept(cat({{0x80, 0x3d, 0x10, 0, 0, 0, 0}, tail})), (std::pair{7u, int64_t{0}}));  // cmp byte [rip+16], 0
+  EXPECT_EQ(kept(cat({{0x4c, 0x8b, 0x1d, 0x10, 0, 0, 0}, tail})), (std::pair{7u, int64_t{0}}));  // mov r11, [rip+16]
+  EXPECT_EQ(kept(cat({{0x48, 0x89, 0xfe}, tail})).first, 0u);        // mov rsi, rdi: an argument register
+  EXPECT_EQ(kept(cat({{0x48, 0x89, 0xe5}, tail})).first, 0u);        // mov rbp, rsp
+  EXPECT_EQ(kept(cat({{0x48, 0x8b, 0x00}, tail})).first, 0u);        // mov rax, [rax]: reads what it writes
+  EXPECT_EQ(kept(cat({{0x48, 0x83, 0xec, 0x04}, tail})).first, 0u);  // sub rsp, 4: not whole words
+  EXPECT_EQ(kept(cat({{0x48, 0x83, 0xc7, 0x01}, tail})).first, 0u);  // add rdi, 1
+  // A branch to the instruction after the kept one would run the jump without a call:
+  // refused (and so is the window without a kept instruction, which holds that
+  // target too). ConditionalJumpInTheWindow shows the other way back: a kept test
+  // that would leave a ret in the window, so the window starts at the test.
+  const Bytes loop = {0x55, 0x48, 0x89, 0xf8, 0x48, 0x01, 0xf0, 0x75, 0xf8, 0x5d, 0xc3};
+  const EntryPatch p = plan(loop, copy(), trampoline());
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.reason.rfind("branch into the patched bytes at " + hex(addr(loop.data()) + 1), 0), 0u) << p.reason;
 }
 
 TEST_F(EntryPatchX86, Endbr64StaysAtTheEntry) {
@@ -202,14 +244,20 @@ TEST_F(EntryPatchX86, Endbr64StaysAtTheEntry) {
   const uint64_t e = addr(ep_endbr);
   const EntryPatch p = plan(fn, copy(), trampoline());
   ASSERT_TRUE(p.ok) << p.reason;
-  EXPECT_EQ(p.patch_offset, 4u);
-  EXPECT_EQ(p.patch_addr(e), e + 4);
-  EXPECT_EQ(p.window_length, 11u);  // endbr64 (4), push (1), mov (3), lea (3)
-  EXPECT_EQ(p.original, (Bytes{0x55, 0x48, 0x89, 0xe5, 0x8d, 0x04, 0x7f}));
-  EXPECT_EQ(p.patch, cat({jmp(e + 4, trampoline()), {0x66, 0x90}}));
-  EXPECT_EQ(p.relocated, cat({{0x55, 0x48, 0x89, 0xe5, 0x8d, 0x04, 0x7f}, jmp(copy() + 7, e + 11)}));
-  EXPECT_EQ(p.moved_pcs, (std::vector<MovedPc>{{4, 0}, {5, 1}, {8, 4}}));
-  const auto run = install_copy<int (*)(int)>(p);
+  // endbr64 (4) and push rbp (1) stay; the window is mov (3), lea (3).
+  EXPECT_EQ(p.patch_offset, 5u);
+  EXPECT_EQ(p.kept_length, 1u);
+  EXPECT_EQ(p.patch_addr(e), e + 5);
+  EXPECT_EQ(p.window_length, 11u);
+  EXPECT_EQ(p.original, (Bytes{0x48, 0x89, 0xe5, 0x8d, 0x04, 0x7f}));
+  EXPECT_EQ(p.patch, cat({jmp(e + 5, trampoline()), {0x90}}));
+  EXPECT_EQ(p.relocated, cat({{0x48, 0x89, 0xe5, 0x8d, 0x04, 0x7f}, jmp(copy() + 6, e + 11)}));
+  EXPECT_EQ(p.moved_pcs, (std::vector<MovedPc>{{5, 0}, {8, 3}}));
+  // The stop path's copy does not repeat the endbr64: push rbp, then the window.
+  const uint64_t kept_at = copy() + p.relocated.size();
+  EXPECT_EQ(p.kept_relocated, cat({{0x55}, jmp(kept_at + 1, copy())}));
+  page_.put(0x100, cat({p.relocated, p.kept_relocated}));
+  const auto run = reinterpret_cast<int (*)(int)>(page_.get() + 0x100 + p.relocated.size());
   EXPECT_EQ(run(14), 42);
 }
 
@@ -297,7 +345,9 @@ TEST_F(EntryPatchX86, TailCallThroughRegisterInIbtCode) {
   const auto fn = body(ep_tail, ep_tail_end);
   const EntryPatch p = plan(fn, copy(), trampoline());
   ASSERT_TRUE(p.ok) << p.reason;
-  EXPECT_EQ(p.window_length, 11u);  // endbr64 (4), mov (3), lea (4)
+  // endbr64 (4) and mov rax, rdi (3) stay; the window is lea (4), jmp rax (2).
+  EXPECT_EQ(p.kept_length, 3u);
+  EXPECT_EQ(p.window_length, 13u);
   const auto run = install_copy<int64_t (*)(int64_t (*)(int64_t), int64_t)>(p);
   EXPECT_EQ(run([](int64_t x) { return x * 10; }, 4), 50);
 }

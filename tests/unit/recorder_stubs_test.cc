@@ -122,7 +122,7 @@ class RecorderStubsTest : public ::testing::Test {
     auto t = arch::kX86_64RecorderStubs.entry_trampoline(
         reinterpret_cast<uint64_t>(code_ + tramp_at), reinterpret_cast<uint64_t>(region_mem_), site,
         reinterpret_cast<uint64_t>(code_ + recorder_image::kEntryOffset), {copy, kWindow},
-        reinterpret_cast<uint64_t>(copy + kWindow));
+        reinterpret_cast<uint64_t>(copy + kWindow), 0, {});
     std::memcpy(code_ + tramp_at, t.code.data(), t.code.size());
     trap = reinterpret_cast<uint64_t>(code_ + tramp_at + t.slow_trap);
     body = reinterpret_cast<uint64_t>(code_ + tramp_at + t.body);
