@@ -38,6 +38,8 @@ struct TracerStats {
   uint64_t fast_frames = 0;   // returns hooked with a thread's stub (fast_return.h)
   uint64_t fast_returns = 0;  // of those, returns handled in the process without a stop
   uint64_t patched = 0;       // function entries patched to reach the in-process recorder
+  uint64_t patched_entry_kept = 0;  // of those, patched after their first instruction (an
+                                    // endbr64 or one kept in place: arch/entry_patch.h)
   uint64_t patch_refused = 0; // entries that kept a breakpoint although their plugins declared
   uint64_t recorded_calls = 0;    // calls recorded in the process (no stop)
   uint64_t recorded_returns = 0;  // returns recorded in the process

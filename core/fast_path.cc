@@ -320,6 +320,7 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   rs.patches.push_back(std::move(s));
   ++patched_;
   ++stats_.patched;
+  if (plan.patch_offset > 0) ++stats_.patched_entry_kept;
   return true;
 }
 

@@ -167,6 +167,10 @@ int main(int argc, char** argv) {
       ft::log::error("{} function entries patched for the in-process recorder, {} kept a breakpoint; {} calls and "
                      "{} returns recorded in the process, {} lost to full buffers",
                      s.patched, s.patch_refused, s.recorded_calls, s.recorded_returns, s.recorded_lost);
+    if (s.patched)
+      ft::log::error("{} of the patched entries keep their first instruction in place (a uprobe another tool puts "
+                     "there runs on into the patch), {} do not",
+                     s.patched_entry_kept, s.patched - s.patched_entry_kept);
     if (s.snapshots)
       ft::log::error("{} memory snapshot{} handed to plugins (leak scans), {:.3f} s", s.snapshots,
                      s.snapshots == 1 ? "" : "s", static_cast<double>(s.snapshot_ns) / 1e9);

@@ -238,20 +238,20 @@ std::string relocate_into(std::vector<uint8_t>& out, const cs_insn& in, uint64_t
 
 namespace {
 
-bool in_family(x86_reg r, std::initializer_list<x86_reg> family) {
-  return std::find(family.begin(), family.end(), r) != family.end();
-}
+using RegFamily = std::span<const x86_reg>;
+
+bool in_family(x86_reg r, RegFamily family) { return std::find(family.begin(), family.end(), r) != family.end(); }
 
 // The registers a first instruction kept in place may write (besides the flags and,
 // by push and sub, rsp): none an argument is passed in, nor rsp or rbp (which the
 // recorder reads for the call's stack), nor a callee-saved one. rax carries only a
 // variadic call's vector count (read by the callee, never written first); r10 a
-// static chain (read, likewise); r11 nothing.
-std::initializer_list<x86_reg> writable_family(x86_reg r) {
-  static constexpr std::initializer_list<x86_reg> kRax = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH};
-  static constexpr std::initializer_list<x86_reg> kR10 = {X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B};
-  static constexpr std::initializer_list<x86_reg> kR11 = {X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B};
-  for (auto f : {kRax, kR10, kR11})
+// static chain (read, likewise); r11 nothing. Empty for any other register.
+RegFamily writable_family(x86_reg r) {
+  static constexpr x86_reg kRax[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH};
+  static constexpr x86_reg kR10[] = {X86_REG_R10, X86_REG_R10D, X86_REG_R10W, X86_REG_R10B};
+  static constexpr x86_reg kR11[] = {X86_REG_R11, X86_REG_R11D, X86_REG_R11W, X86_REG_R11B};
+  for (RegFamily f : {RegFamily(kRax), RegFamily(kR10), RegFamily(kR11)})
     if (in_family(r, f)) return f;
   return {};
 }
@@ -280,7 +280,7 @@ std::optional<int64_t> kept_stack_delta(const cs_insn& in) {
     case X86_INS_LEA: {
       if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) return std::nullopt;
       const auto family = writable_family(x.operands[0].reg);
-      if (family.size() == 0) return std::nullopt;
+      if (family.empty()) return std::nullopt;
       const cs_x86_op& src = x.operands[1];
       if (src.type == X86_OP_REG && in_family(src.reg, family)) return std::nullopt;
       if (src.type == X86_OP_MEM && (in_family(src.mem.base, family) || in_family(src.mem.index, family)))

@@ -864,11 +864,11 @@ def libc_uprobe(ck, label, function, tmp):
 
 
 @contextlib.contextmanager
-def bpftrace_uprobe(probe, attach_timeout=60):
+def bpftrace_uprobe(probe, attach_timeout=60, output=None):
     """Runs `bpftrace -e PROBE` for the length of the block (a uprobe's int3 is in every
     process that maps the file, other tests' included: a private copy keeps it to the
     test). Yields True once bpftrace has attached, False if it could not; stops it at
-    the end."""
+    the end, and then appends what it printed to the list `output` if one is given."""
     proc = subprocess.Popen(["bpftrace", "-e", probe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=_child_setup)
     try:
@@ -884,7 +884,9 @@ def bpftrace_uprobe(probe, attach_timeout=60):
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.communicate(timeout=30)
+            rest = proc.communicate(timeout=30)[0]
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            rest = proc.communicate()[0]
+        if output is not None:
+            output.append((rest or b"").decode(errors="replace"))
