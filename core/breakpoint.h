@@ -32,6 +32,7 @@ struct Breakpoint {
   uint32_t exit_of = 0;
   unsigned hooks = kHookNone;
   const Module* module = nullptr;
+  uint64_t last_hit_ns = 0;     // its last stop (a gap found later starts after it)
 };
 
 // Moves regs past the displaced instruction of bp: to its slot, or to where the

@@ -130,7 +130,19 @@ uint64_t Tracer::idle(uint64_t now) {
   uint64_t due = drain_recorders(now);
   uint64_t traces = flush_aged_traces(monotonic_ns());
   if (!due || (traces && traces < due)) due = traces;
+  uint64_t verify = verify_all_breakpoints(now);
+  if (!due || (verify && verify < due)) due = verify;
   return due;
+}
+
+uint64_t Tracer::verify_all_breakpoints(uint64_t now) {
+  // A uprobe taken off leaves the function untraced until this finds it.
+  constexpr uint64_t kVerifyPeriodNs = 250'000'000;
+  if (procs_.empty()) return 0;
+  if (now < next_verify_ns_) return next_verify_ns_;
+  for (auto& [pid, p] : procs_) verify_breakpoints(*p, true);
+  next_verify_ns_ = now + kVerifyPeriodNs;
+  return next_verify_ns_;
 }
 
 uint64_t Tracer::drain_recorders(uint64_t now) {
@@ -216,6 +228,7 @@ void Tracer::handle_status(pid_t tid, int status) {
           handle_exec(*t);
           return;
         case PTRACE_EVENT_EXIT:
+          if (t->tid == t->process->pid()) verify_breakpoints(*t->process, false);
           snapshot_at_exit_stop(host_, *t->process, *t, stats_);
           resume(*t);
           return;

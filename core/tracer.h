@@ -102,6 +102,14 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   // Reports what the processes recorded by themselves while functracer waits for a
   // stop; returns when to look again (0: nothing records in the process).
   uint64_t drain_recorders(uint64_t now);
+  // Breakpoints whose byte is no longer the trap: another tool's uprobe was put on the
+  // function and taken off again (the kernel writes the file's byte back over ours;
+  // while it was on, the calls ran past our breakpoint). Each is recorded as a gap
+  // (untraced.h) and, with `replant` and the original byte back, planted again.
+  // Every kVerifyPeriodNs while functracer waits, and at exit and detach.
+  void verify_breakpoints(Process& p, bool replant);
+  uint64_t verify_all_breakpoints(uint64_t now);
+  uint64_t next_verify_ns_ = 0;
   void handle_status(pid_t tid, int status);
   void handle_new_task(Thread& parent, int event);
   void handle_exec(Thread& t);
@@ -158,7 +166,10 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   Status set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) override;
   void resume_stopped(Thread& t) override { resume(t); }
   void dispatch(pid_t tid, int status) override { handle_status(tid, status); }
-  void before_detach(Process& p) override { fast_path_.settle_for_detach(p); }
+  void before_detach(Process& p) override {
+    fast_path_.settle_for_detach(p);
+    verify_breakpoints(p, false);
+  }
   // A stop while detaching: the thread is left stopped, put where it can run on.
   void collect_for_detach(Thread& t, const WaitStatus& ws);
 

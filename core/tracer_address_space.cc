@@ -332,6 +332,36 @@ void Tracer::plant_exits(Process& p, Thread& t, Registers& regs, Module& m, Remo
   FT_DEBUG("{}: {} returns, {} tail jumps", name, exits.returns.size(), exits.tail_jumps.size());
 }
 
+void Tracer::verify_breakpoints(Process& p, bool replant) {
+  const auto trap = arch::host().trap;
+  for (auto& [addr, bp] : p.space.breakpoints) {
+    // A trampoline's trap (entry set) is in functracer's own area, not in a file's code.
+    if (!bp.entry.null() || !bp.module) continue;
+    uint8_t now[arch::kMaxInsnBytes] = {};
+    std::span<uint8_t> bytes(now, trap.size());
+    if (!p.mem().read_exact(addr, bytes)) continue;  // unmapped: a dlclose in progress
+    if (std::equal(trap.begin(), trap.end(), bytes.begin())) continue;
+    const bool original = now[0] == bp.orig_byte;
+    const std::string what = bp.traced ? p.space.functions[bp.fn].demangled : fmt::format("{:#x}", addr.value());
+    const uint64_t now_ns = monotonic_ns();
+    auto secs = [&](uint64_t ns) { return static_cast<double>(ns - std::min(ns, start_ns_)) / 1e9; };
+    std::string since = bp.last_hit_ns ? fmt::format("after its last call at {:.3f} s", secs(bp.last_hit_ns))
+                                       : std::string("since it was planted");
+    bool again = replant && original && p.mem().write(addr, trap).ok();
+    report_untraced(p, what, addr.value(),
+                    fmt::format("breakpoint taken away: another tool's breakpoint (most likely a uprobe of "
+                                "bpftrace or perf, put on and taken off again) took its calls past functracer's; "
+                                "the calls {} and before {:.3f} s may be missing{}",
+                                since, secs(now_ns), again ? ", traced again from then on" : ""));
+    if (!again) {
+      // Not ours any more (the code was rewritten, or the process is ending): forget it
+      // rather than write its old byte back at the detach.
+      bp.orig_byte = now[0];
+    }
+    bp.last_hit_ns = now_ns;
+  }
+}
+
 Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what) {
   if (auto it = p.space.breakpoints.find(addr); it != p.space.breakpoints.end()) return &it->second;
   SsolArea* area = area_near(p, t, regs, addr);

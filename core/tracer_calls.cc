@@ -108,6 +108,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     }
   }
   bool reported = bp->traced && enabled_ && (!p.silent || p.reports_to);
+  bp->last_hit_ns = monotonic_ns();
 
   if (hooks & kHookUnwindStart) returns_.disarm(t);
   if (hooks & kHookCatch) returns_.rearm(t, regs.sp());

@@ -43,7 +43,10 @@ bool first_telling(const std::string& function) {
 void report_untraced(Process& p, const std::string& function, uint64_t addr, const std::string& reason) {
   record_untraced(p, function, addr, reason);
   if (!first_telling(function)) return;
-  if (reason.starts_with("int3"))
+  if (reason.starts_with("breakpoint taken away"))
+    log::gap("cannot trace {} for part of the run: {}; reports of this trace say their totals are incomplete",
+             function, reason.substr(reason.find(':') + 2));
+  else if (reason.starts_with("int3"))
     log::gap("cannot trace {}: another tool has a breakpoint on its first instruction (most likely a uprobe of "
              "bpftrace or perf); its calls are missing, and reports of this trace say their totals are incomplete",
              function);

@@ -16,6 +16,12 @@ usage: test_uprobe_during_run.py LOAD_EXECUTABLE
     program runs and detaches it while it still runs. The program exits 0 with its
     self-check, bpftrace counted hits, and `calls --json` has exactly the program's
     own ld_mid and ld_leaf totals: no call lost while the uprobe was there or after.
+  * the same on the stop path (FT_FAST_PATH=0: a breakpoint on ld_mid, which the
+    kernel takes for its own int3 and, taking the uprobe off, overwrites with the
+    file's byte): the calls made while the uprobe was on are missing, and that is
+    said once on stderr even with -q, recorded (an `untraced` record, reason
+    "breakpoint taken away"), warned about by the calls report, and the breakpoint
+    is planted again: ld_mid calls are traced after the gap was found.
   * memtrace on load with a private copy of the C library (LD_LIBRARY_PATH): uprobes
     on its malloc and free for a while, the same way. The program exits 0 with its
     self-check, bpftrace counted hits on both, and for every worker thread the trace
@@ -34,6 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
+from tracefile import parse_trace  # noqa: E402
 
 SECONDS = 8          # how long the program runs
 START_AFTER = 1.0    # the uprobe is put on after the program has run this long
@@ -97,6 +104,46 @@ def check_calltrace(ck, exe, tmp):
     ck.note(f"{label}: {hits} uprobe hits; every call traced")
 
 
+def check_breakpoint(ck, exe, tmp):
+    label = "calltrace on the stop path, uprobe on ld_mid"
+    copy = os.path.join(tmp, "load-bp")
+    shutil.copy2(exe, copy)
+    outdir = os.path.join(tmp, "calls-bp")
+    cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ld_mid,ld_leaf", "--uncompressed", "-o", outdir,
+           copy, str(SECONDS)]
+    got = run_with_uprobe(ck, label, cmd, f'uprobe:"{copy}":ld_mid {{ @n = count(); }}',
+                          env=dict(os.environ, FT_FAST_PATH="0"))
+    if got is None:
+        return
+    status, out, err, hits = got
+    if not ck.check(status == 0 and "check ok threads=16" in out,
+                    f"{label}: the program did not pass its own checks (status {status})\n"
+                    f"stdout tail: {out[-400:]}\nstderr: {err[-2000:]}"):
+        return
+    ck.check(sum(hits.values()) > 0, f"{label}: bpftrace counted no hit: {hits}")
+    # While the uprobe was on, its int3 took the calls: they are missing, and said to be.
+    said = [line for line in err.splitlines() if line.startswith("functracer: cannot trace ld_mid for part of the run")]
+    ck.check_eq(len(said), 1, f"{label}: lines on stderr (-q) naming ld_mid's gap\n{err[-2000:]}")
+    records = [r for f in h.trace_files(outdir) for r in parse_trace(f)]
+    gaps = [r for r in records if r["type"] == "untraced" and r.get("function") == "ld_mid"]
+    if not ck.check(len(gaps) == 1 and str(gaps[0].get("reason", "")).startswith("breakpoint taken away"),
+                    f"{label}: untraced records of ld_mid: {gaps}"):
+        return
+    gap_ts = int(gaps[0]["ts"])
+    mid = [r for r in records if r["type"] == "call" and r.get("function") == "ld_mid"]
+    after = sum(1 for r in mid if int(r["ts"]) > gap_ts)
+    totals = re.search(r"^calls .*\bld_mid=(\d+) ld_leaf=(\d+)", out, re.M)
+    ck.check(totals is not None and 0 < len(mid) < int(totals.group(1)),
+             f"{label}: ld_mid calls in the trace {len(mid)}, the program's {totals and totals.group(1)}: "
+             "some, not all")
+    ck.check(after > 0, f"{label}: no ld_mid call traced after the gap was found (its breakpoint not planted again)")
+    res = h.run_postproc(["calls"] + h.trace_files(outdir))
+    ck.check(res.status == 0 and "ld_mid was not traced (breakpoint taken away" in res.err,
+             f"{label}: the calls report does not warn about ld_mid\n{res.describe()}")
+    ck.note(f"{label}: {hits} uprobe hits; {len(mid)} of {totals and totals.group(1)} calls traced, "
+            f"{after} after the gap was found; the gap recorded and said")
+
+
 def check_memtrace(ck, exe, tmp):
     label = "memtrace, uprobes on malloc and free"
     libdir, libc = h.private_libc(tmp)
@@ -148,6 +195,7 @@ def main():
     exe = sys.argv[1]
     with h.TempDir(prefix="ft-uprobe-run-") as tmp:
         check_calltrace(ck, exe, tmp)
+        check_breakpoint(ck, exe, tmp)
         check_memtrace(ck, exe, tmp)
     ck.finish()
 
