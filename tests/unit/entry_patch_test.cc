@@ -213,8 +213,11 @@ TEST_F(EntryPatchX86, PlainFunction) {
 // recording; anything else starts the window, as does a function whose kept
 // instruction would leave no room or whose second instruction is a branch target.
 TEST_F(EntryPatchX86, FirstInstructionKeptOnlyWhenHarmless) {
+  // The bytes are on the heap (far from the near page under AddressSanitizer): the
+  // copy and the trampoline are put next to them (nothing is run here).
+  const auto near = [](const Bytes& code) { return addr(code.data()) + 0x1000; };
   const auto kept = [&](const Bytes& code) {
-    const EntryPatch p = plan(code, copy(), trampoline());
+    const EntryPatch p = plan(code, near(code), near(code));
     EXPECT_TRUE(p.ok) << p.reason;
     return std::pair{p.kept_length, p.stack_delta};
   };
@@ -234,7 +237,7 @@ TEST_F(EntryPatchX86, FirstInstructionKeptOnlyWhenHarmless) {
   // target too). ConditionalJumpInTheWindow shows the other way back: a kept test
   // that would leave a ret in the window, so the window starts at the test.
   const Bytes loop = {0x55, 0x48, 0x89, 0xf8, 0x48, 0x01, 0xf0, 0x75, 0xf8, 0x5d, 0xc3};
-  const EntryPatch p = plan(loop, copy(), trampoline());
+  const EntryPatch p = plan(loop, near(loop), near(loop));
   EXPECT_FALSE(p.ok);
   EXPECT_EQ(p.reason.rfind("branch into the patched bytes at " + hex(addr(loop.data()) + 1), 0), 0u) << p.reason;
 }
