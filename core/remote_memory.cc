@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <vector>
 
 #include "core/log.h"
 
@@ -125,9 +127,19 @@ Status RemoteMemory::poke(pid_t stopped_tid, RemoteAddr addr, uint64_t v) const 
 namespace {
 
 Status move_pieces(pid_t pid, std::span<const RemoteMemory::Piece> pieces, bool write) {
-  constexpr size_t kMax = 8;
-  if (pieces.size() > kMax) return Error::msg("too many pieces");
-  iovec local[kMax], remote[kMax];
+  // Most callers move a few pieces: those stay on the stack.
+  constexpr size_t kOnStack = 8;
+  if (pieces.size() > IOV_MAX) return Error::msg("too many pieces");
+  iovec local_fixed[kOnStack], remote_fixed[kOnStack];
+  std::vector<iovec> local_many, remote_many;
+  iovec* local = local_fixed;
+  iovec* remote = remote_fixed;
+  if (pieces.size() > kOnStack) {
+    local_many.resize(pieces.size());
+    remote_many.resize(pieces.size());
+    local = local_many.data();
+    remote = remote_many.data();
+  }
   size_t total = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     local[i] = {pieces[i].local, pieces[i].len};

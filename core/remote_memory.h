@@ -40,7 +40,7 @@ class RemoteMemory {
   // allocates a bounce page per call. Falls back to /proc/PID/mem on failure.
   Result<uint64_t> peek(pid_t stopped_tid, RemoteAddr addr) const;
   Status poke(pid_t stopped_tid, RemoteAddr addr, uint64_t v) const;
-  // Several pieces in one system call (process_vm_readv/writev), each whole or the
+  // Several pieces (up to IOV_MAX) in one system call (process_vm_readv/writev), each whole or the
   // call fails. Only for memory the process itself may read or write (its stack, its
   // data): these calls do not override page protections.
   struct Piece {

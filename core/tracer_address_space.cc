@@ -334,13 +334,31 @@ void Tracer::plant_exits(Process& p, Thread& t, Registers& regs, Module& m, Remo
 
 void Tracer::verify_breakpoints(Process& p, bool replant) {
   const auto trap = arch::host().trap;
-  for (auto& [addr, bp] : p.space.breakpoints) {
-    // A trampoline's trap (entry set) is in functracer's own area, not in a file's code.
-    if (!bp.entry.null() || !bp.module) continue;
-    uint8_t now[arch::kMaxInsnBytes] = {};
-    std::span<uint8_t> bytes(now, trap.size());
-    if (!p.mem().read_exact(addr, bytes)) continue;  // unmapped: a dlclose in progress
-    if (std::equal(trap.begin(), trap.end(), bytes.begin())) continue;
+  // The trap bytes of every breakpoint in a file's code (a trampoline's trap, entry set,
+  // is in functracer's own area), read a batch per system call.
+  constexpr size_t kBatch = 512;
+  std::vector<Breakpoint*> bps;
+  for (auto& [addr, bp] : p.space.breakpoints)
+    if (bp.entry.null() && bp.module) bps.push_back(&bp);
+  std::vector<uint8_t> bytes(bps.size() * trap.size());
+  std::vector<RemoteMemory::Piece> pieces;
+  for (size_t first = 0; first < bps.size(); first += kBatch) {
+    const size_t last = std::min(bps.size(), first + kBatch);
+    pieces.clear();
+    for (size_t i = first; i < last; ++i) pieces.push_back({bps[i]->addr, &bytes[i * trap.size()], trap.size()});
+    if (p.mem().read_pieces(pieces).ok()) continue;
+    // One of them unmapped (a dlclose in progress): one by one, the unreadable ones
+    // taken as they should be.
+    for (size_t i = first; i < last; ++i) {
+      std::span<uint8_t> one(&bytes[i * trap.size()], trap.size());
+      if (!p.mem().read_exact(bps[i]->addr, one)) std::copy(trap.begin(), trap.end(), one.begin());
+    }
+  }
+  for (size_t i = 0; i < bps.size(); ++i) {
+    Breakpoint& bp = *bps[i];
+    const uint8_t* now = &bytes[i * trap.size()];
+    if (std::equal(trap.begin(), trap.end(), now)) continue;
+    const RemoteAddr addr = bp.addr;
     const bool original = now[0] == bp.orig_byte;
     const std::string what = bp.traced ? p.space.functions[bp.fn].demangled : fmt::format("{:#x}", addr.value());
     const uint64_t now_ns = monotonic_ns();
