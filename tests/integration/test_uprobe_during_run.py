@@ -81,14 +81,22 @@ def program_lines(ck, label, status, out, err):
     return ck.check(h.without_gaps(err.encode()) == b"", f"{label}: stderr is not empty:\n{err[-2000:]}")
 
 
-def check_calltrace(ck, exe, tmp):
-    label = "calltrace, uprobe on ld_mid"
-    copy = os.path.join(tmp, "load")
+def calltrace_with_uprobe(ck, label, exe, tmp, name, env=None):
+    """calltrace -a ld_mid,ld_leaf on a private copy of load (tmp/NAME, its traces in
+    tmp/NAME.out) with bpftrace's uprobe on the copy's ld_mid for a while: as
+    run_with_uprobe, plus the trace directory."""
+    copy = os.path.join(tmp, name)
     shutil.copy2(exe, copy)
-    outdir = os.path.join(tmp, "calls")
+    outdir = copy + ".out"
     cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ld_mid,ld_leaf", "--uncompressed", "-o", outdir,
            copy, str(SECONDS)]
-    got = run_with_uprobe(ck, label, cmd, f'uprobe:"{copy}":ld_mid {{ @n = count(); }}')
+    got = run_with_uprobe(ck, label, cmd, f'uprobe:"{copy}":ld_mid {{ @n = count(); }}', env=env)
+    return (got, outdir)
+
+
+def check_calltrace(ck, exe, tmp):
+    label = "calltrace, uprobe on ld_mid"
+    got, outdir = calltrace_with_uprobe(ck, label, exe, tmp, "load")
     if got is None:
         return
     status, out, err, hits = got
@@ -106,13 +114,7 @@ def check_calltrace(ck, exe, tmp):
 
 def check_breakpoint(ck, exe, tmp):
     label = "calltrace on the stop path, uprobe on ld_mid"
-    copy = os.path.join(tmp, "load-bp")
-    shutil.copy2(exe, copy)
-    outdir = os.path.join(tmp, "calls-bp")
-    cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ld_mid,ld_leaf", "--uncompressed", "-o", outdir,
-           copy, str(SECONDS)]
-    got = run_with_uprobe(ck, label, cmd, f'uprobe:"{copy}":ld_mid {{ @n = count(); }}',
-                          env=dict(os.environ, FT_FAST_PATH="0"))
+    got, outdir = calltrace_with_uprobe(ck, label, exe, tmp, "load-bp", env=dict(os.environ, FT_FAST_PATH="0"))
     if got is None:
         return
     status, out, err, hits = got
