@@ -99,6 +99,10 @@ struct FunctionInfo {
   bool ret_sites = false;
   bool go = false;  // Go code: frames keyed by goroutine (go_stacks.h)
   bool exits_planted = false;
+  // A ret-sites function whose exits could not be found (no size, code not in the
+  // file): its returns are caught at the return address instead, which leaves the
+  // stack alone too.
+  bool exits_unknown = false;
   // Its returns may be handled in the process (see fast_return.h).
   bool fast_return() const { return return_mask && (return_mask & ~value_only_mask) == 0; }
   std::vector<std::pair<uint32_t, uint64_t>> tags;  // as in Interest

@@ -671,6 +671,17 @@ std::span<const uint8_t> ElfImage::read_only_bytes(uint64_t vaddr, uint64_t n) c
   return {};
 }
 
+std::vector<uint8_t> ElfImage::read_from_disk(uint64_t vaddr, uint64_t n) const {
+  std::span<const uint8_t> mapped = read_only_bytes(vaddr, n);
+  if (mapped.empty()) return {};
+  const auto off = static_cast<off_t>(mapped.data() - file_);
+  UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return {};
+  std::vector<uint8_t> out(n);
+  if (::pread(fd.get(), out.data(), n, off) != static_cast<ssize_t>(n)) return {};
+  return out;
+}
+
 Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
   if (!libelf_ready) return Error::msg(path + ": libelf initialization failed");
@@ -726,7 +737,7 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   image->debuglink_ = std::move(loader.debuglink);
   image->is_dyn_ = loader.is_dyn;
   image->has_symtab_ = loader.has_symtab;
-  image->go_ = loader.go;
+  if (loader.go) image->walker_ = StackWalker::Go;
   image->machine_ = loader.machine;
   image->entry_ = loader.entry;
   image->init_ = loader.init_addr;
@@ -774,7 +785,28 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
               if (ranks[a.second] != ranks[b.second]) return ranks[a.second] < ranks[b.second];
               return a.second < b.second;
             });
+  if (image->walker_ == StackWalker::None) {
+    if (image->find("JNI_CreateJavaVM")) {
+      image->walker_ = StackWalker::Jvm;
+    } else {
+      for (const ElfSymbol& f : fns)
+        if (f.name.starts_with("_ZN2v88internal") || f.name.starts_with("Builtins_")) {
+          image->walker_ = StackWalker::V8;
+          break;
+        }
+    }
+  }
   return image;
+}
+
+const char* ElfImage::stack_walker_name(StackWalker w) {
+  switch (w) {
+    case StackWalker::Go: return "Go";
+    case StackWalker::Jvm: return "a JVM";
+    case StackWalker::V8: return "V8";
+    case StackWalker::None: break;
+  }
+  return "none";
 }
 
 const ElfSymbol* ElfImage::function_at(uint64_t addr) const {

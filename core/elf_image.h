@@ -59,7 +59,16 @@ class ElfImage {
   bool has_symtab() const { return has_symtab_; }            // false: stripped
   // Built by the Go toolchain (.gopclntab, .go.buildinfo or the Go build id note): its
   // runtime moves goroutine stacks and walks them, so the stack is never written.
-  bool is_go() const { return go_; }
+  bool is_go() const { return walker_ == StackWalker::Go; }
+  // A language runtime that walks the native stacks of its threads itself (to collect
+  // garbage, throw, deoptimise or print a crash report) and so must never find a
+  // replaced return address there: Go (above), a JVM (the module defines
+  // JNI_CreateJavaVM: HotSpot's libjvm.so, OpenJ9's libj9vm) or V8 (node and other
+  // embedders: v8::internal code or the embedded builtins). Its functions' returns are
+  // caught at their return instructions (doc/internals.md section 8c).
+  enum class StackWalker : uint8_t { None, Go, Jvm, V8 };
+  StackWalker stack_walker() const { return walker_; }
+  static const char* stack_walker_name(StackWalker w);
 
   // Function symbols (STT_FUNC, STT_GNU_IFUNC, PLT stubs) with a non-zero address in
   // this file, sorted by address. Several names may share an address (aliases).
@@ -76,13 +85,19 @@ class ElfImage {
   // (code, .rodata, unwind tables), read from the file: what the process has there
   // too, except for the breakpoints functracer planted. Empty if not.
   std::span<const uint8_t> read_only_bytes(uint64_t vaddr, uint64_t n) const;
+  // The same bytes read from the file with pread, not through the mapping: the kernel
+  // writes a uprobe's int3 into every mapping of the file that may execute, and a
+  // read-only private one (functracer's) may; never into the file. Empty if they
+  // cannot be read (the file is gone or changed size).
+  std::vector<uint8_t> read_from_disk(uint64_t vaddr, uint64_t n) const;
   // The whole file as mapped (empty if it could not be mapped).
   std::span<const uint8_t> file_bytes() const { return {file_, static_cast<size_t>(file_size_)}; }
 
  private:
   ElfImage() = default;
   std::string path_, interp_, build_id_, debuglink_;
-  bool is_dyn_ = false, has_symtab_ = false, go_ = false;
+  bool is_dyn_ = false, has_symtab_ = false;
+  StackWalker walker_ = StackWalker::None;
   uint16_t machine_ = 0;
   uint64_t entry_ = 0;
   uint64_t init_ = 0;

@@ -73,7 +73,8 @@ Trace function calls of a program without rebuilding it.
       --returns=HOW         how returns are caught: stack (the default) replaces
                             the return address on the stack; ret-sites puts a
                             breakpoint on each return instruction of the function
-                            and never writes the stack (always so for Go code)
+                            and never writes the stack (always so for the code of
+                            Go, JVMs and V8, which walk stacks themselves)
       --stats               print events, ptrace stops and time per event at exit
   -q, --quiet               no messages from functracer except errors and functions
                             it could not trace (and no summary at exit)

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -137,6 +138,9 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   Status load_modules(Process& p, Thread& t, Registers& regs, const std::vector<MapsEntry>& maps);
   void rescan_modules(Process& p, Thread& t, Registers& regs);
   void load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main);
+  // Whether m's code belongs to a runtime that walks native stacks (ElfImage::
+  // stack_walker): its returns are caught at its return instructions. Said once per file.
+  bool walks_stacks(Module& m);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
              const std::string& demangled, const Interest& in, unsigned hooks);
   // Breakpoints on the exits of the function traced at addr, when its returns are
@@ -186,6 +190,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
   TracerStats stats_;
+  std::set<std::string> walkers_told_;  // modules said to walk stacks (walks_stacks)
   EventReporter report_{opts_, host_, procs_, stats_};
   FastPath fast_path_{injector_, report_, stats_};
   ReturnHooks returns_{injector_, report_, stats_};

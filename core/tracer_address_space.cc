@@ -209,6 +209,17 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   }
 }
 
+bool Tracer::walks_stacks(Module& m) {
+  if (!m.elf || m.elf->stack_walker() == ElfImage::StackWalker::None) return false;
+  if (walkers_told_.insert(m.map.path).second) {
+    if (opts_.returns != Options::Returns::ReturnSites)
+      log::info("{} is {}, which walks its threads' stacks itself: returns of its functions are caught at their "
+                "return instructions (a stop each) and their calls are not recorded in the process",
+                m.map.path, ElfImage::stack_walker_name(m.elf->stack_walker()));
+  }
+  return true;
+}
+
 void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
                    const std::string& demangled, const Interest& in, unsigned hooks) {
   auto make_function = [&]() {
@@ -222,7 +233,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     fi.value_only_mask = in.value_only_mask;
     fi.tags = in.tags;
     fi.go = m.elf && m.elf->is_go();
-    fi.ret_sites = fi.go || opts_.returns == Options::Returns::ReturnSites;
+    fi.ret_sites = walks_stacks(m) || opts_.returns == Options::Returns::ReturnSites;
     if (in.params && m.elf && signatures_)
       if (auto found = signatures_->find(m, sym, demangled)) {
         FT_DEBUG("parameters of {} from {}", demangled, origin_name(found->origin));
@@ -256,7 +267,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     }
     return;
   }
-  bool ret_sites = (m.elf && m.elf->is_go()) || opts_.returns == Options::Returns::ReturnSites;
+  bool ret_sites = walks_stacks(m) || opts_.returns == Options::Returns::ReturnSites;
   if (in.any() && hooks == kHookNone && fast_path_.wanted() && in.entry_mask && !p.silent && !ret_sites) {
     // The entry may reach the in-process recorder instead of a breakpoint.
     FunctionInfo fi = make_function();
@@ -314,7 +325,9 @@ void Tracer::plant_exits(Process& p, Thread& t, Registers& regs, Module& m, Remo
   std::string name = p.space.functions[fn_id].demangled;
   std::span<const uint8_t> body = m.elf ? m.elf->read_only_bytes(sym.value, sym.size) : std::span<const uint8_t>();
   if (body.empty()) {
-    report_untraced(p, name + " (return)", addr.value(), "its code cannot be read to find its returns");
+    // No extent (an assembler label of size 0, _init) or not in the file's code.
+    FT_DEBUG("{}: its returns are not known: caught at the return address", name);
+    p.space.functions[fn_id].exits_unknown = true;
     return;
   }
   arch::FunctionExits exits = arch::host().function_exits(body, addr.value());
@@ -399,7 +412,15 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
   auto rel = arch::host().relocate_at({code, *got}, addr, slot);
   if (rel.kind == arch::Relocation::Kind::Refuse) {
     ++stats_.refused;
-    report_untraced(p, what, addr.value(), rel.reason + " (" + (rel.text.empty() ? "undecodable" : rel.text) + ")");
+    std::string reason = rel.reason + " (" + (rel.text.empty() ? "undecodable" : rel.text) + ")";
+    // A trap the file itself has there (V8's DebugBreak, builtins that must never be
+    // reached) is the program's own, not another tool's breakpoint.
+    if (const Module* m = p.space.module_at(addr); m && m->elf && rel.reason.starts_with("int3")) {
+      auto file = m->elf->read_from_disk(addr.value() - m->bias, 1);
+      if (!file.empty() && file[0] == code[0])
+        reason = "its first instruction is a trap in the file itself (int3): the code stops the program on purpose";
+    }
+    report_untraced(p, what, addr.value(), reason);
     return nullptr;
   }
   FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr.value(), rel.text,

@@ -182,11 +182,11 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
         // (slot is a Go frame's key, not its stack address: the word is at sp.)
         if (e.restore_slot) (void)p.mem().poke(t.tid, regs.sp(), e.real_ret.value());
-        if ((!fn.ret_sites || e.restore_slot) && !never_returns_to(p, e.real_ret)) {
+        if ((!fn.ret_sites || e.restore_slot || fn.exits_unknown) && !never_returns_to(p, e.real_ret)) {
           Breakpoint* site = plant_raw(p, t, regs, e.real_ret, fn.name + " return site");
           if (site) {
             site->hooks |= kHookReturnSite;
-          } else if (!fn.ret_sites) {
+          } else if (!fn.ret_sites || fn.exits_unknown) {
             t.stack.pop_last();
           }
         }

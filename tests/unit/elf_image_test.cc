@@ -955,5 +955,44 @@ TEST(DwarfParamsTest, DebuglinkSearch) {
   EXPECT_EQ(DwarfParams::open(prog, img->build_id(), ""), nullptr);
 }
 
+// Runtimes that walk their threads' stacks themselves are known by what they define.
+TEST(ElfImageTest, StackWalkingRuntimes) {
+  REQUIRE_FIXTURE(jvm, "libelf_fixture_rt_jvm.so");
+  REQUIRE_FIXTURE(v8, "libelf_fixture_rt_v8.so");
+  REQUIRE_FIXTURE(plain, "libelf_fixture_rt_plain.so");
+  auto img = open_ok(jvm);
+  ASSERT_NE(img, nullptr);
+  EXPECT_EQ(img->stack_walker(), ElfImage::StackWalker::Jvm);
+  EXPECT_FALSE(img->is_go());
+  img = open_ok(v8);
+  ASSERT_NE(img, nullptr);
+  EXPECT_EQ(img->stack_walker(), ElfImage::StackWalker::V8);
+  img = open_ok(plain);
+  ASSERT_NE(img, nullptr);
+  EXPECT_EQ(img->stack_walker(), ElfImage::StackWalker::None);
+  EXPECT_NE(img->find("ftrt_helper"), nullptr);
+  // Ordinary programs and libraries are none of them.
+  REQUIRE_FIXTURE(lib, "libelf_fixture_lib.so");
+  img = open_ok(lib);
+  ASSERT_NE(img, nullptr);
+  EXPECT_EQ(img->stack_walker(), ElfImage::StackWalker::None);
+}
+
+// Code read from the disk is the code of the mapping (where no uprobe is).
+TEST(ElfImageTest, ReadFromDiskMatchesTheMapping) {
+  REQUIRE_FIXTURE(path, "libelf_fixture_rt_plain.so");
+  auto img = open_ok(path);
+  ASSERT_NE(img, nullptr);
+  const ElfSymbol* f = img->find("ftrt_helper");
+  ASSERT_NE(f, nullptr);
+  ASSERT_GT(f->size, 0u);
+  std::span<const uint8_t> mapped = img->read_only_bytes(f->value, f->size);
+  ASSERT_EQ(mapped.size(), f->size);
+  EXPECT_EQ(img->read_from_disk(f->value, f->size), std::vector<uint8_t>(mapped.begin(), mapped.end()));
+  // Outside the file's read-only code: nothing.
+  EXPECT_TRUE(img->read_from_disk(0, 1).empty() || img->read_only_bytes(0, 1).size() == 1);
+  EXPECT_TRUE(img->read_from_disk(~uint64_t{0} - 16, 8).empty());
+}
+
 }  // namespace
 }  // namespace ft
