@@ -70,14 +70,25 @@ Status AttachSession::attach(pid_t pid) {
     procs_.remove(p);
     return s;
   };
+  // The threads stand still from the first seize to the resumption below: the pause
+  // an attach costs the program (--stats).
+  const uint64_t held_from = monotonic_ns();
   if (auto s = seize_threads(p); !s) return let_go(s);
   // No trace file, no point in tracing: the process is let go of untouched.
   p.exe = exe_of(p.pid());
   p.cmdline = read_cmdline(p.pid());
   if (auto s = report_.open_trace(p); !s) return let_go(s);
+  const uint64_t setup_from = monotonic_ns();
   if (auto s = set_up(p); !s) log::warn("cannot trace inside process {}: {}", p.pid(), s.error().message);
   if (p.trace) p.trace->flush();  // the header and module map are there for readers at once
-  log::info("attached to process {} ({} thread{})", p.pid(), p.threads().size(), p.threads().size() == 1 ? "" : "s");
+  const uint64_t held = monotonic_ns() - held_from, setup = monotonic_ns() - setup_from;
+  ++stats_.attaches;
+  if (held > stats_.attach_held_max_ns) {
+    stats_.attach_held_max_ns = held;
+    stats_.attach_setup_max_ns = setup;
+  }
+  log::info("attached to process {} ({} thread{}; held {:.1f} ms)", p.pid(), p.threads().size(),
+            p.threads().size() == 1 ? "" : "s", static_cast<double>(held) / 1e6);
   for (auto& [tid, t] : p.threads()) {
     if (!t->stopped) continue;
     t->stopped = false;

@@ -44,6 +44,9 @@ struct TracerStats {
   uint64_t recorded_calls = 0;    // calls recorded in the process (no stop)
   uint64_t recorded_returns = 0;  // returns recorded in the process
   uint64_t recorded_lost = 0;     // events a full buffer in the process could not take
+  uint64_t attaches = 0;            // processes attached to (-p)
+  uint64_t attach_held_max_ns = 0;  // the longest time a process's threads were held at an attach
+  uint64_t attach_setup_max_ns = 0; // of that attach, the set-up (modules read, probes planted)
   uint64_t snapshots = 0;     // process memory handed to plugins at an end or a detach
   uint64_t snapshot_ns = 0;   // the plugins' time on them
   uint64_t events() const { return calls + returns + unwound + lifecycle + syscalls; }

@@ -171,6 +171,10 @@ int main(int argc, char** argv) {
       ft::log::error("{} of the patched entries keep their first instruction in place (a uprobe another tool puts "
                      "there runs on into the patch), {} do not",
                      s.patched_entry_kept, s.patched - s.patched_entry_kept);
+    if (s.attaches)
+      ft::log::error("{} attach{}: threads held at most {:.1f} ms ({:.1f} ms of it reading modules and planting)",
+                     s.attaches, s.attaches == 1 ? "" : "es", static_cast<double>(s.attach_held_max_ns) / 1e6,
+                     static_cast<double>(s.attach_setup_max_ns) / 1e6);
     if (s.snapshots)
       ft::log::error("{} memory snapshot{} handed to plugins (leak scans), {:.3f} s", s.snapshots,
                      s.snapshots == 1 ? "" : "s", static_cast<double>(s.snapshot_ns) / 1e9);

@@ -213,7 +213,7 @@ bool Tracer::walks_stacks(Module& m) {
   if (!m.elf || m.elf->stack_walker() == ElfImage::StackWalker::None) return false;
   if (walkers_told_.insert(m.map.path).second) {
     if (opts_.returns != Options::Returns::ReturnSites)
-      log::info("{} is {}, which walks its threads' stacks itself: returns of its functions are caught at their "
+      log::info("{} holds {}, which walks its threads' stacks itself: returns of its functions are caught at their "
                 "return instructions (a stop each) and their calls are not recorded in the process",
                 m.map.path, ElfImage::stack_walker_name(m.elf->stack_walker()));
   }

@@ -813,9 +813,16 @@ def bpftrace_counts(binary, symbols_list, args=(), timeout=BPFTRACE_TIMEOUT):
     with TempDir() as tmp:
         copy = os.path.join(tmp, os.path.basename(binary))
         shutil.copy2(binary, copy)
-        probes = ", ".join(f'uprobe:"{copy}":{s}' for s in symbols_list)
-        script = probes + " { @[probe] = count(); }"
-        res = run(["bpftrace", "-e", script, "-c", fmt_cmd([copy] + list(args))], timeout=timeout)
+        return bpftrace_file_counts(copy, symbols_list, [copy] + list(args), timeout)
+
+
+def bpftrace_file_counts(probed, symbols_list, cmd, timeout=BPFTRACE_TIMEOUT):
+    """Runs cmd under bpftrace with one uprobe per symbol of the file `probed` (a
+    private copy of a library or program that cmd runs). Returns (counts: {symbol: n}
+    or None, Result)."""
+    probes = ", ".join(f'uprobe:"{probed}":{s}' for s in symbols_list)
+    script = probes + " { @[probe] = count(); }"
+    res = run(["bpftrace", "-e", script, "-c", fmt_cmd(cmd)], timeout=timeout)
     counts = {}
     seen_attach = "Attaching" in res.out or "Attaching" in res.err
     for line in res.out.splitlines():
