@@ -316,8 +316,7 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
     rs.walks = true;
     update_unwind(p);
   }
-  rs.patch_by_trap[s.slow_trap] = rs.patches.size();
-  rs.patches.push_back(std::move(s));
+  rs.add_patch(std::move(s));
   ++patched_;
   ++stats_.patched;
   if (plan.patch_offset > 0) ++stats_.patched_entry_kept;
@@ -563,8 +562,7 @@ void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
       (void)child.mem().write(s.at, s.original);
       child.space.breakpoints.erase(s.slow_trap);
     }
-    rs.patches.clear();
-    rs.patch_by_trap.clear();
+    rs.clear_patches();
     rs.needs_region = false;
     rs.unavailable = true;
     return;

@@ -85,8 +85,11 @@ struct RecorderSpace {
   RemoteAddr return_after_call;
   uint64_t entry_after_call = 0;
   RemoteAddr signal_trap;
+  // Changed through add_patch, clear_patches and forget_module, which keep the
+  // indexes right.
   std::vector<EntryPatchSite> patches;
-  std::unordered_map<RemoteAddr, size_t> patch_by_trap;  // slow_trap -> patches index
+  std::unordered_map<RemoteAddr, size_t> patch_by_trap;   // slow_trap -> patches index
+  std::unordered_map<RemoteAddr, size_t> patch_by_entry;  // entry -> patches index
   // Rings in use: ring -> (thread, its thread pointer).
   struct Owner {
     pid_t tid = 0;
@@ -97,15 +100,28 @@ struct RecorderSpace {
 
   // The patch of the function whose entry is at addr, or nullptr.
   const EntryPatchSite* patch_at_entry(RemoteAddr entry) const {
-    for (const auto& s : patches)
-      if (s.entry == entry) return &s;
-    return nullptr;
+    auto it = patch_by_entry.find(entry);
+    return it == patch_by_entry.end() ? nullptr : &patches[it->second];
+  }
+  void add_patch(EntryPatchSite s) {
+    patch_by_trap[s.slow_trap] = patches.size();
+    patch_by_entry[s.entry] = patches.size();
+    patches.push_back(std::move(s));
+  }
+  void clear_patches() {
+    patches.clear();
+    patch_by_trap.clear();
+    patch_by_entry.clear();
   }
   // A module went away: its patches with it (never written to again).
   void forget_module(const Module* m) {
     std::erase_if(patches, [m](const EntryPatchSite& s) { return s.module == m; });
     patch_by_trap.clear();
-    for (size_t i = 0; i < patches.size(); ++i) patch_by_trap[patches[i].slow_trap] = i;
+    patch_by_entry.clear();
+    for (size_t i = 0; i < patches.size(); ++i) {
+      patch_by_trap[patches[i].slow_trap] = i;
+      patch_by_entry[patches[i].entry] = i;
+    }
   }
   bool is_return_stub(RemoteAddr a) const { return !return_stub.null() && a == return_stub; }
   bool in_recorder_code(RemoteAddr pc) const { return !code.null() && pc >= code && pc < code + static_cast<int64_t>(code_size); }
