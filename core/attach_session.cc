@@ -70,6 +70,8 @@ Status AttachSession::attach(pid_t pid) {
     procs_.remove(p);
     return s;
   };
+  // Read while the program runs: the pause below does not include it.
+  const auto ahead = engine_.read_modules_ahead(p.pid());
   // The threads stand still from the first seize to the resumption below: the pause
   // an attach costs the program (--stats).
   const uint64_t held_from = monotonic_ns();

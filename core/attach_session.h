@@ -18,10 +18,12 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <vector>
 
 #include "arch/registers.h"
 #include "common/result.h"
+#include "core/elf_image.h"
 #include "core/event_reporter.h"
 #include "core/plugin_host.h"
 #include "core/process_table.h"
@@ -41,6 +43,10 @@ class AttachSession {
     // Every thread of p is stopped: read its modules and plant its breakpoints through
     // `worker` (a thread in an ordinary stop, regs its registers).
     virtual Status set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) = 0;
+    // Before the threads of process pid are stopped: the ELF files it maps are read
+    // (and held by the handles returned, until the set-up has used them), so that
+    // set_up_image, with every thread held, finds them read.
+    virtual std::vector<std::shared_ptr<const ElfImage>> read_modules_ahead(pid_t pid) = 0;
     // Resume a thread the session stopped.
     virtual void resume_stopped(Thread& t) = 0;
     // A stop that came while detaching (see Tracer::collect_for_detach).

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "arch/arch.h"
+#include "common/demangle.h"
 #include "common/hex.h"
 
 namespace ft {
@@ -797,6 +798,14 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
     }
   }
   return image;
+}
+
+const std::vector<std::string>& ElfImage::demangled_names() const {
+  std::call_once(demangled_once_, [this] {
+    demangled_.reserve(functions_.size());
+    for (const ElfSymbol& f : functions_) demangled_.push_back(demangle(f.name));
+  });
+  return demangled_;
 }
 
 const char* ElfImage::stack_walker_name(StackWalker w) {

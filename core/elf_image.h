@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -75,6 +76,10 @@ class ElfImage {
   const std::vector<ElfSymbol>& functions() const { return functions_; }
   // The function whose [value, value+size) contains addr (size 0: exact match).
   const ElfSymbol* function_at(uint64_t addr) const;
+  // The demangled names of functions(), in the same order (common/demangle.h),
+  // worked out at the first call for all of them (an attach asks before it stops the
+  // program's threads: a big C++ program has 100,000 names to demangle).
+  const std::vector<std::string>& demangled_names() const;
   const ElfSymbol* find(const std::string& name) const;
 
   // PT_GNU_EH_FRAME: link-time address and size of .eh_frame_hdr (0 if none), the
@@ -98,6 +103,8 @@ class ElfImage {
   std::string path_, interp_, build_id_, debuglink_;
   bool is_dyn_ = false, has_symtab_ = false;
   StackWalker walker_ = StackWalker::None;
+  mutable std::once_flag demangled_once_;
+  mutable std::vector<std::string> demangled_;
   uint16_t machine_ = 0;
   uint64_t entry_ = 0;
   uint64_t init_ = 0;

@@ -332,6 +332,21 @@ void Tracer::handle_new_task(Thread& parent, int event) {
   }
 }
 
+std::vector<std::shared_ptr<const ElfImage>> Tracer::read_modules_ahead(pid_t pid) {
+  std::vector<std::shared_ptr<const ElfImage>> held;
+  auto maps = read_maps(pid);
+  if (!maps) return held;  // the set-up says what is wrong
+  // The same files load_module reads (a removed one through /proc is read there: the
+  // cache does not keep those).
+  for (const MappedModule& mm : modules_from_maps(*maps))
+    if (!mm.deleted)
+      if (auto image = elf_cache_.open(mm.path)) {
+        (void)(*image)->demangled_names();
+        held.push_back(std::move(*image));
+      }
+  return held;
+}
+
 Status Tracer::set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) {
   if (auto s = load_modules(p, worker, regs, maps); !s) return s;
   resolve_ifuncs(p, worker, regs);  // attached: everything is relocated already

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/attach_session.h"
+#include "core/elf_cache.h"
 #include "core/event_reporter.h"
 #include "core/fast_path.h"
 #include "core/injector.h"
@@ -168,6 +169,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   // AttachSession::Engine.
   void on_new_task(Thread& parent, int event) override { handle_new_task(parent, event); }
   Status set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) override;
+  std::vector<std::shared_ptr<const ElfImage>> read_modules_ahead(pid_t pid) override;
   void resume_stopped(Thread& t) override { resume(t); }
   void dispatch(pid_t tid, int status) override { handle_status(tid, status); }
   void before_detach(Process& p) override {
@@ -190,6 +192,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   std::map<int, std::pair<pid_t, uint64_t>> own_signals_;  // signal -> (sender, when)
   uint64_t start_ns_ = 0;
   TracerStats stats_;
+  ElfCache elf_cache_;  // the ELF files of the traced processes, read once
   std::set<std::string> walkers_told_;  // modules said to walk stacks (walks_stacks)
   EventReporter report_{opts_, host_, procs_, stats_};
   FastPath fast_path_{injector_, report_, stats_};

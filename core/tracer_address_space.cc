@@ -147,7 +147,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   if (mm.deleted)
     source = is_main ? fmt::format("/proc/{}/exe", p.pid())
                      : fmt::format("/proc/{}/map_files/{:x}-{:x}", p.pid(), mm.base, mm.base_end);
-  auto elf = ElfImage::open(source);
+  auto elf = elf_cache_.open(source);
   auto m = std::make_unique<Module>();
   m->map = mm;
   m->is_main = is_main;
@@ -166,7 +166,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     p.space.modules.push_back(std::move(m));
     return;
   }
-  std::shared_ptr<const ElfImage> img(std::move(*elf));
+  std::shared_ptr<const ElfImage> img = std::move(*elf);
   if (img->machine() != arch::host().elf_machine) {
     if (is_main)
       report_untraced_module(p, mm.path, mm.base, fmt::format("not an {} program", arch::host().title));
@@ -184,7 +184,9 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
   FT_DEBUG("process {}: module {} at {:#x} (bias {:#x}, {} functions)", p.pid(), mm.path, mm.base, mod.bias,
            img->functions().size());
   if (!p.silent) report_.module(p, t, mod, true);
-  for (const ElfSymbol& sym : img->functions()) {
+  const std::vector<std::string>& demangled = img->demangled_names();
+  for (size_t i = 0; i < img->functions().size(); ++i) {
+    const ElfSymbol& sym = img->functions()[i];
     if (is_fragment(sym.name)) continue;
     if (not_a_called_function(sym.name) || sym.value == img->entry()) {
       FT_DEBUG("not tracing {}: not entered by a call", sym.name);
@@ -193,7 +195,7 @@ void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedMod
     RemoteAddr addr = mod.runtime(sym.value);
     unsigned hooks = hooks_for(sym.name);
     if (hooks == kHookLinker && mod.is_main && !img->is_static()) hooks = kHookNone;
-    std::string dem = demangle(sym.name);
+    const std::string& dem = demangled[i];
     ft_symbol s{sym.name.c_str(), dem.c_str(), mm.path.c_str(), addr.value(), sym.size, sym.plt ? 1 : 0, is_main ? 1 : 0};
     auto in = host_.offer(s);
     if (sym.ifunc) {

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "binutils_oracle.h"
+#include "common/demangle.h"
 #include "core/dwarf_params.h"
+#include "core/elf_cache.h"
 #include "core/elf_image.h"
 
 namespace ft {
@@ -992,6 +994,42 @@ TEST(ElfImageTest, ReadFromDiskMatchesTheMapping) {
   // Outside the file's read-only code: nothing.
   EXPECT_TRUE(img->read_from_disk(0, 1).empty() || img->read_only_bytes(0, 1).size() == 1);
   EXPECT_TRUE(img->read_from_disk(~uint64_t{0} - 16, 8).empty());
+}
+
+// One image per file while it is held; a changed file is read again.
+TEST(ElfImageTest, CacheSharesAnImageWhileHeld) {
+  REQUIRE_FIXTURE(lib, "libelf_fixture_rt_plain.so");
+  TempDir tmp;
+  const std::string copy = tmp.file("lib.so");
+  fs::copy_file(lib, copy);
+  ElfCache cache;
+  auto a = cache.open(copy);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto b = cache.open(copy);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_EQ(cache.live(), 1u);
+  // The names demangled once, in the order of functions().
+  const auto& names = (*a)->demangled_names();
+  ASSERT_EQ(names.size(), (*a)->functions().size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(names[i], demangle((*a)->functions()[i].name));
+  // A file replaced (another inode) is another image, the old one still good.
+  fs::remove(copy);
+  fs::copy_file(lib, copy);
+  auto c = cache.open(copy);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->get(), a->get());
+  EXPECT_NE((*a)->find("ftrt_helper"), nullptr);
+  // Held by nobody: read again.
+  a->reset();
+  b->reset();
+  c->reset();
+  EXPECT_EQ(cache.live(), 0u);
+  auto d = cache.open(copy);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE((*d)->find("ftrt_helper"), nullptr);
+  // Errors are not kept.
+  EXPECT_FALSE(cache.open(tmp.file("missing.so")).ok());
 }
 
 }  // namespace
