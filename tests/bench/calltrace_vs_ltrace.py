@@ -7,6 +7,8 @@ its own calling loop) and runs it, in the same run:
   untraced
   functracer -q -e calltrace -a bench_fn -o TMP --stats   (in-process recorder)
   the same with FT_FAST_PATH=0                            (a ptrace stop per entry)
+  the same with --returns=ret-sites      (a stop per entry and per return: the
+                                         return-site mode, the stack never written)
   uftrace record -P bench_fn (dynamic patching of the unmodified binary)
   ltrace -L -x bench_fn -o /dev/null            (if ltrace is installed)
   bpftrace uprobe count on bench_fn             (if bpftrace works here)
@@ -78,9 +80,13 @@ def main():
         results.append(bench("functracer", ft_cmd, ft_check))
         # The same with a stop per entry (no in-process recorder).
         results.append(bench("ft stops", ["env", "FT_FAST_PATH=0"] + ft_cmd, ft_check))
+        # Returns caught at the function's return instructions (the stack never written:
+        # Go, JVM and V8 code always, doc/internals.md section 8c): a stop per entry and
+        # one per return.
+        results.append(bench("ft ret-sites", ft_cmd[:-2] + ["--returns=ret-sites"] + ft_cmd[-2:], ft_check))
         # Self time of bench_fn in functracer's own report (a last, separate run).
         ft_self = None
-        if args.postproc and not results[-2].error:
+        if args.postproc and not results[-3].error:
             p, _ = run(ft_cmd)
             files = glob.glob(os.path.join(outdir, "*.trace*"))
             q, _ = run([args.postproc, "calls", "--json"] + files)
@@ -143,7 +149,7 @@ def main():
             per_call[m.name] = over
             table.row(m.name, f"{loop:.3f}", f"{over:.3f}", f"{m.best_wall():.2f}")
         print()
-        for ft in (m for m in results if m.name in ("functracer", "ft stops") and not m.error):
+        for ft in (m for m in results if m.name in ("functracer", "ft stops", "ft ret-sites") and not m.error):
             print(f"{ft.name} --stats: {ft.extra.get('stats')}")
             if "stops" in ft.extra:
                 print(f"{ft.name} ptrace stops per traced call: {ft.extra['stops'] / n:.3f}")
@@ -157,6 +163,9 @@ def main():
         if "ft stops" in per_call and per_call.get("functracer", 0) > 0:
             print(f"ratio stop path/recorder (overhead per call): "
                   f"{per_call['ft stops'] / per_call['functracer']:.2f}")
+        if "ft ret-sites" in per_call and per_call.get("ft stops", 0) > 0:
+            print(f"ratio ret-sites/stack mode on the stop path (overhead per call): "
+                  f"{per_call['ft ret-sites'] / per_call['ft stops']:.2f}")
         if base is not None:
             print(f"self time of bench_fn per call: untraced loop {base / n:.1f} ns, "
                   f"functracer calls {ft_self if ft_self is None else f'{ft_self:.1f}'} ns, "

@@ -36,13 +36,8 @@ def main():
     h.require_tools("go", ["go"], "golang-go")
     ck = h.Checker("go")
     with h.TempDir() as tmp:
-        exe = os.path.join(tmp, "goprog")
-        shutil.copy(src, os.path.join(tmp, "goprog.go"))
-        # The build cache in the temporary directory; no module, no network.
-        env = dict(os.environ, GOCACHE=os.path.join(tmp, "cache"), GO111MODULE="off",
-                   GOPATH=os.path.join(tmp, "gopath"), GOFLAGS="", CGO_ENABLED="0")
-        built = h.run(["go", "build", "-o", exe, "goprog.go"], cwd=tmp, env=env, timeout=600)
-        if not ck.check(built.status == 0, f"go build failed\n{built.describe()}"):
+        exe = build(ck, src, tmp)
+        if not exe:
             return ck.finish()
         # No asynchronous preemption: a goroutine is only ever moved between threads
         # before it locks itself to its thread (goprog.go); the same in both runs.
@@ -67,6 +62,7 @@ def main():
         records = h.dump_records(ck, files)
         if records is None:
             return ck.finish()
+        check_memtrace(ck, exe)
 
     a = h.analyze(records)
     h.report_problems(ck, a, "go")
@@ -96,28 +92,30 @@ def main():
     ck.check_eq(dict(values), dict(want), "main.safe's return values (its named result)")
     print(f"go: {sum(calls.values())} calls on {len(threads)} threads, "
           f"{sum(unwound['panic'].values())} frames unwound by the recovered panics")
-    check_memtrace(ck, src)
     return ck.finish()
 
 
-def check_memtrace(ck, src):
+def build(ck, src, tmp):
+    """goprog built into tmp (None after a failure)."""
+    exe = os.path.join(tmp, "goprog")
+    shutil.copy(src, os.path.join(tmp, "goprog.go"))
+    # The build cache in the temporary directory; no module, no network.
+    env = dict(os.environ, GOCACHE=os.path.join(tmp, "cache"), GO111MODULE="off",
+               GOPATH=os.path.join(tmp, "gopath"), GOFLAGS="", CGO_ENABLED="0")
+    built = h.run(["go", "build", "-o", exe, "goprog.go"], cwd=tmp, env=env, timeout=600)
+    return exe if ck.check(built.status == 0, f"go build failed\n{built.describe()}") else None
+
+
+def check_memtrace(ck, exe):
     """memtrace says once that Go's heap is not traced, and the program runs as untraced."""
-    with h.TempDir() as tmp:
-        exe = os.path.join(tmp, "goprog")
-        shutil.copy(src, os.path.join(tmp, "goprog.go"))
-        env = dict(os.environ, GOCACHE=os.path.join(tmp, "cache"), GO111MODULE="off",
-                   GOPATH=os.path.join(tmp, "gopath"), GOFLAGS="", CGO_ENABLED="0")
-        built = h.run(["go", "build", "-o", exe, "goprog.go"], cwd=tmp, env=env, timeout=600)
-        if not ck.check(built.status == 0, f"go build failed\n{built.describe()}"):
-            return
-        res = h.trace([exe], None, None, quiet=False, plugin="memtrace").result
-        ck.check_eq(res.status, EXIT_STATUS, f"memtrace on a Go program: exit status\n{res.describe()}")
-        said = [line for line in res.err.splitlines() if "is a Go program" in line]
-        ck.check(len(said) == 1 and "not traced" in said[0],
-                 f"memtrace on a Go program: want one line saying Go's heap is not traced, got {said}\n"
-                 f"{res.describe()}")
-        if len(said) == 1:
-            print(f"memtrace: {said[0]}")
+    res = h.trace([exe], None, None, quiet=False, plugin="memtrace").result
+    ck.check_eq(res.status, EXIT_STATUS, f"memtrace on a Go program: exit status\n{res.describe()}")
+    said = [line for line in res.err.splitlines() if "is a Go program" in line]
+    ck.check(len(said) == 1 and "not traced" in said[0],
+             f"memtrace on a Go program: want one line saying Go's heap is not traced, got {said}\n"
+             f"{res.describe()}")
+    if len(said) == 1:
+        print(f"memtrace: {said[0]}")
 
 
 if __name__ == "__main__":
