@@ -4,6 +4,7 @@
  *   tc_outer  -> jmp tc_middle -> jmp tc_leaf       (a chain of two)
  *   tc_frame  -> tears down its own frame, then jmp tc_leaf
  *   tc_indirect -> jmp *fn                           (through a pointer)
+ *   tc_label  an assembler function whose symbol has no size
  * The integration test checks with objdump that the jmps are really there. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,19 @@ TRACED int tc_indirect(int (*fn)(int), int x) {
   return fn(x);
 }
 
+/* An assembler function without a .size: its symbol has size 0, so nothing says
+ * where it ends (with --returns=ret-sites its returns are caught at the return
+ * address, not at its ret). */
+unsigned long label_calls __attribute__((used));
+int tc_label(int x);
+__asm__(".text\n"
+        ".globl tc_label\n"
+        ".type tc_label, @function\n"
+        "tc_label:\n"
+        "  lock incq label_calls(%rip)\n"
+        "  leal 2(%rdi), %eax\n"
+        "  ret\n");
+
 static int ref_leaf(int x) { return x * 3 + 1; }
 
 int main(void) {
@@ -72,14 +86,20 @@ int main(void) {
     CHECK(r == want);
     total += r;
   }
+  for (int i = 0; i < 25; ++i) {
+    int r = tc_label(i);
+    CHECK(r == i + 2);
+    total += tc_leaf(r);
+  }
   CHECK(outer_calls == 50);
   CHECK(middle_calls == 50 + 10);
-  CHECK(leaf_calls == 50 + 20 + 10 + 10);
+  CHECK(leaf_calls == 50 + 20 + 10 + 10 + 25);
+  CHECK(label_calls == 25);
   CHECK(frame_calls == 20);
   CHECK(indirect_calls == 30);
   CHECK(other_calls == 10);
   printf("total=%ld\n", total);
-  printf("calls tc_outer=%lu tc_middle=%lu tc_leaf=%lu tc_frame=%lu tc_indirect=%lu tc_other=%lu\n",
-         outer_calls, middle_calls, leaf_calls, frame_calls, indirect_calls, other_calls);
+  printf("calls tc_outer=%lu tc_middle=%lu tc_leaf=%lu tc_frame=%lu tc_indirect=%lu tc_other=%lu tc_label=%lu\n",
+         outer_calls, middle_calls, leaf_calls, frame_calls, indirect_calls, other_calls, label_calls);
   return 0;
 }
