@@ -27,6 +27,8 @@
 #include <span>
 #include <vector>
 
+#include "arch/registers.h"
+
 namespace ft::arch {
 
 struct RecorderCode {
@@ -36,6 +38,14 @@ struct RecorderCode {
   size_t after_call = 0;  // where the recorder's function returns to
   size_t stop_resume = 0; // entry trampoline: where the stop path resumes the thread (the
                           // copy of a kept first instruction, else body)
+};
+
+// The program's SIGTRAP handler while functracer is attached (core/recorder_abi.h,
+// surviving functracer's death): its entry at offset 0, the action's restorer at
+// `restorer`.
+struct SignalCode {
+  std::vector<uint8_t> code;
+  size_t restorer = 0;
 };
 
 struct RecorderStubs {
@@ -49,6 +59,20 @@ struct RecorderStubs {
                                    std::span<const uint8_t> window, uint64_t resume, int64_t stack_delta,
                                    std::span<const uint8_t> kept);
   RecorderCode (*return_stub)(uint64_t region, uint64_t return_fn);
+  // Enters trap_fn (ft_recorder_trap) with the region's header added to the kernel's
+  // arguments.
+  SignalCode (*trap_handler)(uint64_t region, uint64_t trap_fn);
+  // A system call functracer makes the thread run, followed by code that puts every
+  // register back as in `saved` and goes on where the thread was (a system call it was
+  // stopped in restarted as the kernel would): placed at `at`. functracer stops the
+  // thread at the call's exit and puts the registers back itself; should it die
+  // before, the thread does it alone.
+  std::vector<uint8_t> (*resume_after_syscall)(const Registers& saved, uint64_t at);
+  // Registers stopped inside a system call the kernel would restart (no handler runs):
+  // changed to run it again from its instruction, as the kernel's restart does. The
+  // restart itself happens only on the way out of a signal stop, not of the exit stop
+  // of another system call.
+  void (*restart_syscall)(Registers& r);
   // Stepping a thread through the stubs (a detach): an instruction that pushes or pops
   // the flags is not stepped but done by hand. Stepped, a push would save the step's
   // trap flag, and the kernel takes a stepped pop as the program's own setting of the

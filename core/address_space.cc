@@ -18,6 +18,7 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   c.functions = functions;
   for (const auto& a : areas) c.areas.push_back(std::make_unique<SsolArea>(*a));
   c.trampoline = trampoline;
+  c.resume_code = resume_code;
   c.r_debug = r_debug;
   c.return_addresses = return_addresses;
   // The stubs are in the copy too.
@@ -62,6 +63,7 @@ void AddressSpace::reset() {
   trampoline = RemoteAddr();
   r_debug = RemoteAddr();
   scratch = RemoteAddr();
+  resume_code = RemoteAddr();
   return_addresses.clear();
   go_stacks = GoStacks();
   fast_data = RemoteAddr();

@@ -187,11 +187,21 @@ class AddressSpace {
   // first out-of-line area is mapped by a system call injected there); null: at the
   // stopped thread's own ip.
   RemoteAddr scratch;
+  // Attached: where system calls functracer injects run, followed by the code that
+  // puts the thread's registers back should functracer die meanwhile
+  // (Injector::syscall); null: the area's stub (or the scratch address).
+  RemoteAddr resume_code;
 
   bool is_trampoline(RemoteAddr ip) const { return !trampoline.null() && ip == trampoline; }
   // A hijacked return address: the trampoline or a thread's stub.
   bool is_return_hook(RemoteAddr v) const {
     return (!trampoline.null() && v == trampoline) || fast_stub_slot.count(v) || recorder.is_return_stub(v);
+  }
+  // A trap of functracer's own at `at`: a breakpoint (an entry's, a trampoline's stop
+  // path), the return trampoline, a return stub's slow path.
+  bool is_our_trap(RemoteAddr at) const {
+    return breakpoints.count(at) || is_trampoline(at) || fast_slow_stop(at) >= 0 ||
+           (!recorder.return_trap.null() && at == recorder.return_trap);
   }
   // The stub whose slow path stopped at `at` (the int3), or -1.
   int fast_slow_stop(RemoteAddr at) const {

@@ -22,6 +22,7 @@
 #include "core/ptrace.h"
 #include "core/recorder.h"
 #include "core/recorder_image.h"
+#include "core/survival.h"
 #include "core/untraced.h"
 #include "core/unwind_index.h"
 #include "core/wait_status.h"
@@ -80,7 +81,8 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   RemoteAddr stub = p.space.areas.front()->syscall_stub();
   uint64_t image = round_page(sizeof recorder_image::kCode);
   auto ret = arch::host().recorder->return_stub(rs.region.value(), 0);
-  uint64_t size = image + round_page(ret.code.size() + arch::host().trap.size());
+  auto handler = arch::host().recorder->trap_handler(0, 0);
+  uint64_t size = image + round_page(ret.code.size() + arch::host().trap.size() + handler.code.size());
   auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
                               {0, size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0});
   if (failed(rc)) return false;
@@ -97,6 +99,11 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   std::vector<uint8_t> code = ret.code;
   rs.signal_trap = rs.return_stub + static_cast<int64_t>(code.size());
   code.insert(code.end(), arch::host().trap.begin(), arch::host().trap.end());
+  // After it: the SIGTRAP handler's entry while attached (survival.h).
+  rs.trap_handler = rs.return_stub + static_cast<int64_t>(code.size());
+  handler = arch::host().recorder->trap_handler(rs.region.value(), (rs.code + static_cast<int64_t>(recorder_image::kTrapOffset)).value());
+  rs.trap_restorer = rs.trap_handler + static_cast<int64_t>(handler.restorer);
+  code.insert(code.end(), handler.code.begin(), handler.code.end());
   if (!p.mem().write(rs.code, {recorder_image::kCode, sizeof recorder_image::kCode})) return false;
   return static_cast<bool>(p.mem().write(rs.return_stub, code));
 }
@@ -155,6 +162,8 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
   rs.header()->verify_walks = Backtracer::verify_requested() ? 1 : 0;
   rs.ready = true;
   rs.needs_region = false;
+  // An attached program outlives functracer: the SIGTRAP handler (survival.h).
+  if (p.attached) (void)survival::install(injector_, p, t, regs, wanted_);
   FT_DEBUG("process {}: recorder region at {:#x}, code at {:#x}", p.pid(), region.value(), rs.code.value());
   return true;
 }
@@ -296,6 +305,8 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
     FT_DEBUG("thread {}: moved from {:#x} inside {}'s first instructions to its copy at {:#x}", mv.tid,
              mv.from.value(), sym.name, mv.regs.ip().value());
   }
+  // The stop path's trap is in the guard's table before anything can reach it.
+  survival::note_resume(p, tramp + static_cast<int64_t>(code.slow_trap), tramp + static_cast<int64_t>(code.stop_resume));
   if (!p.mem().write(at, plan.patch)) {
     reason = "its code cannot be written";
     return false;
@@ -316,6 +327,7 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
     rs.walks = true;
     update_unwind(p);
   }
+  survival::note_patch(p, s, plan.patch);
   rs.add_patch(std::move(s));
   ++patched_;
   ++stats_.patched;
@@ -503,6 +515,7 @@ bool FastPath::hold_signal(Thread& t, int sig) {
     if (!p.mem().poke(t.tid, at, rs.signal_trap.value())) return false;
     t.held_at = at;
     t.held_return = RemoteAddr(v);
+    survival::note_return(p, at, RemoteAddr(v));
     t.held_signals.assign(1, *info);
     FT_DEBUG("thread {}: {} held while it records (returning to {:#x})", t.tid, signal_name(sig), v);
     return true;

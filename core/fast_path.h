@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/arch.h"
 #include "core/elf_image.h"
 #include "core/event_reporter.h"
 #include "core/injector.h"
@@ -118,6 +119,16 @@ class FastPath {
   // their call stack: written into the half of the region's unwind area not in use,
   // then switched to. Call after the modules changed.
   void update_unwind(Process& p);
+
+  // Sets the recorder up in p now (the first patch would), where it can be: p has an
+  // out-of-line area and runs on its own memory. t is stopped at regs.
+  // Also when calls are not recorded in the process (FT_FAST_PATH=0): the region then
+  // only holds the guard.
+  void prepare(Process& p, Thread& t, Registers& regs) {
+    RecorderSpace& rs = p.space.recorder;
+    if (!arch::host().recorder || rs.ready || rs.unavailable || rs.borrowed || rs.needs_region || p.space.areas.empty()) return;
+    if (!set_up(p, t, regs, RemoteAddr())) rs.unavailable = true;
+  }
 
   uint64_t patched() const { return patched_; }
 

@@ -12,7 +12,7 @@
 
 namespace ft {
 
-Result<uint64_t> Injector::syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+Result<uint64_t> Injector::syscall(Thread& t, Registers& saved, RemoteAddr stub, long nr,
                                    std::initializer_list<uint64_t> args) {
   const arch::SyscallConvention& sc = arch::host().syscall;
   Registers r = saved;
@@ -21,6 +21,35 @@ Result<uint64_t> Injector::syscall(Thread& t, const Registers& saved, RemoteAddr
   for (uint64_t a : args) r.set(sc.args[i++], a);
   r.set_ip(stub);
   r.set_no_restart();
+  // An attached program must outlive functracer: the system call is followed by code
+  // that puts the registers back should functracer die before it does.
+  Process& p = *t.process;
+  const arch::RecorderStubs* stubs = arch::host().recorder;
+  if (p.attached && stubs && p.space.resume_code.null() && !p.space.areas.empty() &&
+      p.space.areas.front()->next_offset() + kResumeBytes <= SsolArea::kSize)
+    p.space.resume_code = p.space.areas.front()->allocate(kResumeBytes);
+  if (p.attached && stubs && !p.space.resume_code.null()) {
+    // A thread stopped at one of functracer's traps, which functracer has not handled
+    // yet, takes it again should functracer die during the call (the SIGTRAP handler
+    // then sends it on): the trap's signal is used up once the thread runs it.
+    Registers alone = saved;
+    if (RemoteAddr trap = arch::host().trap_address(saved.ip()); p.space.is_our_trap(trap)) alone.set_ip(trap);
+    auto code = stubs->resume_after_syscall(alone, p.space.resume_code.value());
+    if (code.size() <= kResumeBytes && p.mem().write(p.space.resume_code, code)) {
+      // Back from a system call's exit stop, a call the thread was stopped in is
+      // restarted by hand (see restart_syscall).
+      Registers back = saved;
+      stubs->restart_syscall(back);
+      RegisterGuard guard(t.tid, back);
+      r.set_ip(p.space.resume_code);
+      if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+      auto after = run_to_syscall_exit(t, p.space.resume_code + static_cast<int64_t>(sc.insn_size));
+      if (!after) return after.error();
+      if (auto s = guard.restore(); !s) return s.error();
+      saved = back;  // what the caller writes back later must not undo the restart
+      return after->get(sc.ret);
+    }
+  }
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
   auto after = run_to_trap(t, arch::host().pc_after_syscall_stub(stub));
@@ -93,16 +122,47 @@ Result<Registers> Injector::step(Thread& t) {
   return Error::msg("signals kept coming while functracer stepped the thread");
 }
 
+Result<WaitStatus> Injector::next_stop(Thread& t, const char* running) {
+  auto stop = stops_.wait_thread(t.tid);
+  if (!stop) return stop.error();
+  WaitStatus ws = WaitStatus::classify(stop->status);
+  if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
+    stops_.defer(*stop);
+    return Error::msg(fmt::format("the thread ended while running {}", running));
+  }
+  return ws;
+}
+
+Result<Registers> Injector::run_to_syscall_exit(Thread& t, RemoteAddr after_insn) {
+  bool entered = false;
+  if (auto s = ptrace::syscall(t.tid, 0); !s) return s.error();
+  for (;;) {
+    auto next = next_stop(t, "functracer's system call");
+    if (!next) return next.error();
+    WaitStatus ws = *next;
+    if (ws.kind == WaitStatus::Kind::SyscallStop) {
+      // Only the stops of this system call count (one the thread was stopped in may
+      // report its own exit first).
+      auto now = ptrace::get_regs(t.tid);
+      if (!now) return now.error();
+      if (now->ip() == after_insn) {
+        if (entered) return *now;
+        entered = true;
+      }
+    } else if (ws.kind == WaitStatus::Kind::SignalStop) {
+      // A signal that arrived meanwhile is held and delivered at the next resume.
+      t.held_signal = ws.signal;
+    }
+    if (auto s = ptrace::syscall(t.tid, 0); !s) return s.error();
+  }
+}
+
 Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
   if (auto s = ptrace::cont(t.tid, 0); !s) return s.error();
   for (;;) {
-    auto stop = stops_.wait_thread(t.tid);
-    if (!stop) return stop.error();
-    WaitStatus ws = WaitStatus::classify(stop->status);
-    if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
-      stops_.defer(*stop);
-      return Error::msg("the thread ended while running functracer's code");
-    }
+    auto next = next_stop(t, "functracer's code");
+    if (!next) return next.error();
+    WaitStatus ws = *next;
     if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) {
       auto now = ptrace::get_regs(t.tid);
       if (!now) return now.error();

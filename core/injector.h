@@ -23,6 +23,7 @@
 #include "arch/registers.h"
 #include "common/remote_addr.h"
 #include "core/stop_queue.h"
+#include "core/wait_status.h"
 
 namespace ft {
 
@@ -32,7 +33,11 @@ class Injector {
 
   // System call nr with args through the `syscall; int3` at stub; t's registers are
   // `saved` before and after. Returns the kernel's return value (-errno on failure).
-  Result<uint64_t> syscall(Thread& t, const Registers& saved, RemoteAddr stub, long nr,
+  // An attached thread runs it followed by code that restores its registers should
+  // functracer die meanwhile (RecorderStubs::resume_after_syscall); a system call it
+  // was stopped in is then restarted by hand, and `saved` says so (write it back, not
+  // an older copy).
+  Result<uint64_t> syscall(Thread& t, Registers& saved, RemoteAddr stub, long nr,
                            std::initializer_list<uint64_t> args);
   // Calls fn(arg) in t (registers `saved`) below its red zone, returning onto the
   // process's call-return int3; returns what fn returned.
@@ -49,8 +54,17 @@ class Injector {
 
   // Resumes t until it traps with its pc at expect_ip (see the header comment).
   Result<Registers> run_to_trap(Thread& t, RemoteAddr expect_ip);
+  // Resumes t (at an injected system call) until the call's exit stop (the pc just
+  // after the system call instruction is after_insn).
+  Result<Registers> run_to_syscall_exit(Thread& t, RemoteAddr after_insn);
+  // Bytes of an area set aside for the resume code of injected system calls.
+  static constexpr uint64_t kResumeBytes = 320;
 
  private:
+  // The next stop of t; an exit or a death is left for the main loop and is an error
+  // (`running`: what the thread ran).
+  Result<WaitStatus> next_stop(Thread& t, const char* running);
+
   StopQueue& stops_;
 };
 

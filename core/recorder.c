@@ -184,3 +184,173 @@ int ft_recorder_walk(const struct ft_rec_unwind_index* u, uint64_t sp, uint64_t 
                      int* complete) {
   return walk(u, sp, bp, stack_end, return_stub, frames, depth, out, max, complete);
 }
+
+/* ---- surviving functracer's death: the SIGTRAP handler (recorder_abi.h) ---- */
+
+#if defined(__x86_64__)
+
+#define TRAP_SIGTRAP 5
+#define TRAP_SI_KERNEL 0x80
+#define TRAP_SA_SIGINFO 4ull
+#define TRAP_SA_RESETHAND 0x80000000ull
+#define TRAP_FLAG 0x100ull
+/* ucontext_t on x86-64: uc_flags, uc_link, a stack_t (24 bytes), then the general
+ * registers of the machine context (REG_RSP 15, REG_RIP 16, REG_EFL 17). */
+#define UC_GREGS 40
+#define GREG_RSP 15
+#define GREG_RIP 16
+#define GREG_EFL 17
+
+static long trap_syscall(long nr, long a, long b, long c, long d) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret;
+}
+
+static uint64_t trap_thread_pointer(void) {
+  uint64_t tp;
+  __asm__ volatile("rdfsbase %0" : "=r"(tp));
+  return tp;
+}
+
+/* Puts the byte the breakpoint at `at` replaced back, through /proc/self/mem (the
+ * text is read-only; the kernel writes through that file as for a debugger). One
+ * byte: another thread sees the int3 or the original instruction, never half. */
+static int trap_restore_byte(uint64_t at, uint8_t byte) {
+  /* "/proc/self/mem", built in registers: the image has no data. */
+  volatile uint64_t path[2];
+  path[0] = 0x65732f636f72702full; /* "/proc/se" */
+  path[1] = 0x00006d656d2f666cull; /* "lf/mem\0\0" */
+  long fd = trap_syscall(257 /* openat */, -100 /* AT_FDCWD */, (long)path, 02 | 02000000 /* O_RDWR|O_CLOEXEC */, 0);
+  if (fd < 0) return -1;
+  volatile uint8_t b = byte;
+  long n = trap_syscall(18 /* pwrite64 */, fd, (long)&b, 1, (long)at);
+  (void)trap_syscall(3 /* close */, fd, 0, 0, 0);
+  return n == 1 ? 0 : -1;
+}
+
+/* The real return address for a return that trapped with its slot at `slot`: from the
+ * thread's recorded frames (popping it and those above it), else from the return
+ * table. 0 when neither knows it. */
+static uint64_t trap_real_return(struct ft_rec_header* h, const struct ft_rec_guard* g, uint64_t slot) {
+  struct ft_rec_ring* r = g->rings ? ft_rec_find(h, trap_thread_pointer()) : 0;
+  if (r) {
+    uint64_t depth = __atomic_load_n(&r->depth, __ATOMIC_RELAXED);
+    if (depth > FT_REC_MAX_FRAMES) depth = FT_REC_MAX_FRAMES;
+    struct ft_rec_frame* frames = ft_rec_frames(h, ft_rec_ring_index(h, r));
+    for (uint64_t k = depth; k > 0; --k)
+      if (frames[k - 1].slot == slot && frames[k - 1].real_ret != h->return_stub) {
+        __atomic_store_n(&r->depth, k - 1, __ATOMIC_RELAXED);
+        return frames[k - 1].real_ret;
+      }
+  }
+  return ft_rec_return_find(g, slot);
+}
+
+static int trap_in_areas(const struct ft_rec_guard* g, uint64_t at) {
+  uint64_t n = g->nareas < FT_REC_AREAS ? g->nareas : FT_REC_AREAS;
+  for (uint64_t i = 0; i < n; ++i)
+    if (at >= g->areas[i][0] && at < g->areas[i][1]) return 1;
+  return 0;
+}
+
+/* A trap of ours: functracer is gone. Nothing is recorded any more (nobody reads it). */
+static void trap_ours(struct ft_rec_header* h, struct ft_rec_guard* g) {
+  __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&g->gone, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&g->handled, 1, __ATOMIC_RELAXED);
+}
+
+/* What the program would have had without us: its own handler, or the default
+ * action (SIGTRAP's: the program dies, with a core dump where they are on). */
+static void trap_forward(int sig, void* info, void* uc, struct ft_rec_guard* g) {
+  uint64_t handler = g->old_action.handler;
+  uint64_t flags = g->old_action.flags;
+  int code = ((const int*)info)[2];
+  if (handler == 1 /* SIG_IGN */ && code <= 0) return; /* sent by a process: ignored */
+  if (handler <= 1) {
+    /* SIG_DFL, or SIG_IGN for a trap the kernel raised (it overrides the ignoring):
+     * the default action, by the same signal once this handler is out of the way. */
+    struct ft_rec_kaction dfl = {0, 0, 0, 0};
+    (void)trap_syscall(13 /* rt_sigaction */, sig, (long)&dfl, 0, 8);
+    uint64_t set = 1ull << (sig - 1);
+    long pid = trap_syscall(39 /* getpid */, 0, 0, 0, 0);
+    long tid = trap_syscall(186 /* gettid */, 0, 0, 0, 0);
+    (void)trap_syscall(234 /* tgkill */, pid, tid, sig, 0);
+    (void)trap_syscall(14 /* rt_sigprocmask */, 1 /* SIG_UNBLOCK */, (long)&set, 0, 8);
+    return;
+  }
+  if (flags & TRAP_SA_RESETHAND) g->old_action.handler = 0;
+  if (flags & TRAP_SA_SIGINFO)
+    ((void (*)(int, void*, void*))handler)(sig, info, uc);
+  else
+    ((void (*)(int))handler)(sig);
+}
+
+void ft_recorder_trap(int sig, void* info, void* ucontext, struct ft_rec_header* h) {
+  /* A fork child functracer let go has no region (it is not inherited) and none of
+   * our traps: the default action, as it would have had. */
+  volatile uint8_t resident;
+  if (trap_syscall(27 /* mincore */, (long)h, 4096, (long)&resident, 0) != 0) {
+    struct ft_rec_kaction dfl = {0, 0, 0, 0};
+    (void)trap_syscall(13 /* rt_sigaction */, sig, (long)&dfl, 0, 8);
+    (void)trap_syscall(234 /* tgkill */, trap_syscall(39, 0, 0, 0, 0), trap_syscall(186, 0, 0, 0, 0), sig, 0);
+    return;
+  }
+  struct ft_rec_guard* g = ft_rec_guard_of(h);
+  uint64_t* gregs = (uint64_t*)((char*)ucontext + UC_GREGS);
+  int code = ((const int*)info)[2];
+  if (!g) return;
+  if (__atomic_load_n(&g->detached, __ATOMIC_ACQUIRE)) {
+    /* functracer detached cleanly: nothing of ours is left; everything is the program's. */
+    trap_forward(sig, info, ucontext, g);
+    return;
+  }
+  if (sig == TRAP_SIGTRAP && code == TRAP_SI_KERNEL) {
+    /* An int3: the thread is just past it. */
+    uint64_t at = gregs[GREG_RIP] - 1;
+    const struct ft_rec_trap* t = ft_rec_trap_find(g, at);
+    if (t && (t->orig & (FT_REC_TRAP_RETURN << 8))) {
+      /* A hooked return (the trampoline, a return stub's slow path), or a thread that
+       * waited for a held signal. */
+      uint64_t real = trap_real_return(h, g, gregs[GREG_RSP] - 8);
+      if (real) {
+        trap_ours(h, g);
+        gregs[GREG_RIP] = real;
+        return;
+      }
+    } else if (t) {
+      trap_ours(h, g);
+      if (t->orig & (FT_REC_TRAP_RESTORE << 8)) {
+        if (*(volatile const uint8_t*)at != 0xcc || trap_restore_byte(at, (uint8_t)t->orig) == 0) {
+          __atomic_fetch_add(&g->restored, 1, __ATOMIC_RELAXED);
+          gregs[GREG_RIP] = at;
+          return;
+        }
+      }
+      if (t->resume) {
+        gregs[GREG_RIP] = t->resume;
+        return;
+      }
+    } else if (trap_in_areas(g, at) && *(volatile const uint8_t*)gregs[GREG_RIP] != 0xcc) {
+      /* A thread functracer had moved into its own code when it died (a stop it was
+       * handling): on from there. */
+      trap_ours(h, g);
+      return;
+    } else if (!trap_in_areas(g, at) && *(volatile const uint8_t*)at != 0xcc) {
+      /* No int3 there (any more): a stop functracer was handling when it died, with
+       * the thread already sent on. */
+      trap_ours(h, g);
+      return;
+    }
+  } else if (sig == TRAP_SIGTRAP && (gregs[GREG_EFL] & TRAP_FLAG) && g->old_action.handler <= 1 &&
+             __atomic_load_n(&g->gone, __ATOMIC_ACQUIRE)) {
+    /* A single step functracer started and cannot finish: the trap flag off. */
+    gregs[GREG_EFL] &= ~TRAP_FLAG;
+    return;
+  }
+  trap_forward(sig, info, ucontext, g);
+}
+
+#endif

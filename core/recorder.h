@@ -84,6 +84,11 @@ int ft_recorder_walk(const struct ft_rec_unwind_index* u, uint64_t sp, uint64_t 
                      uint64_t return_stub, const struct ft_rec_frame* frames, uint64_t depth, uint64_t* out, int max,
                      int* complete);
 
+/* The program's SIGTRAP handler while functracer is attached (recorder_abi.h, "surviving
+ * functracer's death"): reached through a stub that adds the region's header to the
+ * kernel's three arguments. x86-64 only (the machine context's layout). */
+void ft_recorder_trap(int sig, void* info, void* ucontext, struct ft_rec_header* h);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define FT_REC_MAGIC 0x31304345525446ull /* "FTREC01" */
-#define FT_REC_VERSION 1u
+#define FT_REC_VERSION 2u
 #define FT_REC_MAX_THREADS 1024u /* rings in a region */
 #define FT_REC_KEYS 2048u        /* key table entries: a power of two, twice the rings */
 #define FT_REC_KEY_EMPTY 0ull
@@ -95,7 +95,8 @@ struct ft_rec_header {
   uint64_t return_stub;   /* the code a hooked return goes to (written into the slot) */
   uint64_t unwind_offset; /* of the frame rules in use (ft_rec_unwind_index), 0: none yet */
   uint64_t verify_walks;  /* FT_UNWIND_VERIFY: walk, write an FT_REC_WALK and take the stop path */
-  uint64_t pad[4];
+  uint64_t guard_offset;  /* of the guard (struct ft_rec_guard): surviving functracer's death */
+  uint64_t pad[3];
   struct ft_rec_key keys[FT_REC_KEYS];
 };
 
@@ -128,9 +129,10 @@ static inline uint64_t ft_rec_unwind_area_offset(uint64_t ring_bytes) {
   return (ft_rec_frames_offset(ring_bytes) + sizeof(struct ft_rec_frame) * FT_REC_MAX_FRAMES * FT_REC_MAX_THREADS +
           4095) & ~(uint64_t)4095;
 }
-static inline uint64_t ft_rec_region_size(uint64_t ring_bytes) {
+static inline uint64_t ft_rec_guard_offset(uint64_t ring_bytes) {
   return ft_rec_unwind_area_offset(ring_bytes) + 2 * FT_REC_UNWIND_BYTES;
 }
+static inline uint64_t ft_rec_region_size(uint64_t ring_bytes);
 
 static inline struct ft_rec_ring* ft_rec_ring_at(struct ft_rec_header* h, uint64_t index) {
   return (struct ft_rec_ring*)((char*)h + h->rings_offset + h->ring_stride * index);
@@ -153,6 +155,129 @@ static inline uint64_t ft_rec_key_hash(uint64_t tp) {
   tp *= 0xff51afd7ed558ccdull;
   tp ^= tp >> 33;
   return tp & (FT_REC_KEYS - 1);
+}
+
+/* ---- surviving functracer's death (doc/internals.md §8d) ----
+ *
+ * When functracer dies while attached (SIGKILL, the OOM killer), the kernel detaches
+ * the threads and the program runs on alone with what functracer planted: entry
+ * breakpoints, trampolines whose stop path traps, return addresses replaced by the
+ * trampoline or a stub. Each of those traps (an int3) would now kill the program
+ * with SIGTRAP. A SIGTRAP handler (ft_recorder_trap, installed at attach) takes them
+ * instead: with functracer alive it never sees one of ours (functracer takes the stop
+ * and cancels the signal), so a trap of ours reaching it means functracer is gone.
+ * It switches recording off and sends the thread on as functracer would have:
+ *   - at an entry breakpoint: puts the original byte back (through /proc/self/mem),
+ *     and goes on at the function's entry, or at its out-of-line copy;
+ *   - at a trampoline's stop-path trap: on to the relocated first instructions;
+ *   - at a hooked return (the trampoline, a return stub): to the real return address,
+ *     from the thread's recorded frames or from the return table below, which
+ *     functracer fills as it replaces return addresses.
+ * Any other SIGTRAP is the program's: it goes to the program's own action (saved at
+ * the installation), or kills the program as it would have.
+ *
+ * The tables are written by functracer only, which writes a key last; the handler
+ * only reads them. A later attach reads a dead session's guard to take its patches
+ * and breakpoints out (ft_rec_patch). */
+#define FT_REC_TRAPS (1u << 18)    /* trap table entries: a power of two */
+#define FT_REC_RETURNS (1u << 16)  /* return table entries: a power of two */
+#define FT_REC_PATCHES (1u << 16)  /* patched entries kept for a later attach */
+#define FT_REC_AREAS 64u           /* out-of-line areas */
+
+/* One trap of ours, by the address of its int3. */
+struct ft_rec_trap {
+  uint64_t at;     /* the int3's address; 0: an empty entry */
+  uint64_t resume; /* where the thread goes on (a copy of the displaced instructions); 0:
+                      put orig back at `at` and go on there */
+  uint64_t orig;   /* the byte the int3 replaced (entry breakpoints) */
+};
+#define FT_REC_TRAP_RESTORE 1u /* flag in orig's bit 8: the int3 is in the program's code */
+#define FT_REC_TRAP_RETURN 2u  /* flag in orig's bit 8: a hooked return's trap (the trampoline, a
+                                  return stub's slow path): on to the real return address */
+
+/* A return address functracer replaced: where it is and what it was. */
+struct ft_rec_return {
+  uint64_t slot; /* 0: an empty entry */
+  uint64_t real_ret;
+};
+
+/* A patched entry (for a later attach after functracer's death): the bytes before and
+ * after the patch. */
+struct ft_rec_patch {
+  uint64_t at;
+  uint32_t len;
+  uint32_t pad;
+  uint8_t original[24];
+  uint8_t patched[24];
+};
+
+/* A signal action as rt_sigaction(2) takes it on x86-64 and AArch64. */
+struct ft_rec_kaction {
+  uint64_t handler;
+  uint64_t flags;
+  uint64_t restorer;
+  uint64_t mask;
+};
+
+struct ft_rec_guard {
+  uint64_t installed;   /* the handler is the program's SIGTRAP action */
+  uint64_t handler;     /* its address */
+  uint64_t gone;        /* set by the handler at the first trap of ours: functracer is dead */
+  uint64_t handled;     /* traps of ours the handler sent on */
+  uint64_t restored;    /* entry breakpoints it took out */
+  uint64_t return_trap; /* the recorder's return stub's trap */
+  uint64_t signal_trap; /* where a held signal's thread waits */
+  uint64_t ntraps;      /* entries in use in traps[] */
+  uint64_t nreturns;    /* entries in use in returns[] */
+  uint64_t npatches;
+  uint64_t nareas;
+  uint64_t rings;       /* threads record in rings (their thread pointer is readable) */
+  uint64_t detached;    /* its functracer detached cleanly: nothing of it is left to answer for */
+  uint64_t areas[FT_REC_AREAS][2]; /* [start, end) of the out-of-line areas */
+  struct ft_rec_kaction action;     /* the handler's, for functracer's rt_sigaction */
+  struct ft_rec_kaction old_action; /* the program's, which other traps go to */
+  struct ft_rec_trap traps[FT_REC_TRAPS];
+  struct ft_rec_return returns[FT_REC_RETURNS];
+  struct ft_rec_patch patches[FT_REC_PATCHES];
+};
+
+static inline uint64_t ft_rec_region_size(uint64_t ring_bytes) {
+  return ft_rec_guard_offset(ring_bytes) + ((sizeof(struct ft_rec_guard) + 4095) & ~(uint64_t)4095);
+}
+
+static inline struct ft_rec_guard* ft_rec_guard_of(struct ft_rec_header* h) {
+  return h->guard_offset ? (struct ft_rec_guard*)((char*)h + h->guard_offset) : NULL;
+}
+
+static inline uint64_t ft_rec_addr_hash(uint64_t a) {
+  a ^= a >> 29;
+  a *= 0xbf58476d1ce4e5b9ull;
+  a ^= a >> 32;
+  return a;
+}
+
+/* The trap whose int3 is at `at`, or NULL. */
+static inline const struct ft_rec_trap* ft_rec_trap_find(const struct ft_rec_guard* g, uint64_t at) {
+  if (at == 0) return NULL;
+  uint64_t i = ft_rec_addr_hash(at) & (FT_REC_TRAPS - 1);
+  for (uint32_t n = 0; n < FT_REC_TRAPS; ++n, i = (i + 1) & (FT_REC_TRAPS - 1)) {
+    uint64_t k = __atomic_load_n(&g->traps[i].at, __ATOMIC_ACQUIRE);
+    if (k == at) return &g->traps[i];
+    if (k == 0) return NULL;
+  }
+  return NULL;
+}
+
+/* The real return address replaced at `slot`, or 0. */
+static inline uint64_t ft_rec_return_find(const struct ft_rec_guard* g, uint64_t slot) {
+  if (slot == 0) return 0;
+  uint64_t i = ft_rec_addr_hash(slot) & (FT_REC_RETURNS - 1);
+  for (uint32_t n = 0; n < FT_REC_RETURNS; ++n, i = (i + 1) & (FT_REC_RETURNS - 1)) {
+    uint64_t k = __atomic_load_n(&g->returns[i].slot, __ATOMIC_ACQUIRE);
+    if (k == slot) return g->returns[i].real_ret;
+    if (k == 0) return 0;
+  }
+  return 0;
 }
 
 /* ---- producer side (the recorder, on the thread itself) ---- */

@@ -19,6 +19,7 @@ RecorderRegion RecorderRegion::create(void* base, uint64_t ring_bytes) {
   h->rings_offset = ft_rec_rings_offset();
   h->ring_stride = sizeof(ft_rec_ring) + ring_bytes;
   h->frames_offset = ft_rec_frames_offset(ring_bytes);
+  h->guard_offset = ft_rec_guard_offset(ring_bytes);
   h->enabled = 1;
   __atomic_store_n(&h->magic, FT_REC_MAGIC, __ATOMIC_RELEASE);
   return RecorderRegion(h);

@@ -85,6 +85,13 @@ struct RecorderSpace {
   RemoteAddr return_after_call;
   uint64_t entry_after_call = 0;
   RemoteAddr signal_trap;
+  // The program's SIGTRAP handler while attached (survival.h): its entry and its
+  // action's restorer, after the signal trap; whether it is installed; return
+  // addresses noted in the guard's table since it was last rebuilt.
+  RemoteAddr trap_handler, trap_restorer;
+  bool guard_installed = false;
+  uint64_t returns_noted = 0;
+  uint64_t unguarded = 0;  // breakpoints the full trap table could not take
   // Changed through add_patch, clear_patches and forget_module, which keep the
   // indexes right.
   std::vector<EntryPatchSite> patches;

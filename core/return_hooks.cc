@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "core/log.h"
 #include "core/recorder.h"
+#include "core/survival.h"
 
 namespace ft {
 
@@ -31,7 +32,11 @@ void ReturnHooks::rearm(Thread& t, RemoteAddr sp) {
   Process& p = *t.process;
   auto r = t.stack.rearm(sp);
   report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
-  for (RemoteAddr slot : r.slots) (void)p.mem().write_u64(slot, p.space.trampoline.value());
+  for (RemoteAddr slot : r.slots) {
+    for (const ShadowFrame& f : t.stack.frames())
+      if (f.slot == slot && !f.tail) survival::note_return(p, slot, f.real_ret);
+    (void)p.mem().write_u64(slot, p.space.trampoline.value());
+  }
 }
 
 void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uint64_t now, size_t base_depth,
@@ -124,6 +129,7 @@ int ReturnHooks::block(Process& p, Thread& t, Registers& regs) {
     if (auto s = p.mem().write(at, code); !s) return -1;
     p.space.fast_stubs[k] = at;
     p.space.fast_stub_slot[at] = k;
+    survival::note_return_trap(p, at + static_cast<int64_t>(fastret::kSlowTrapOffset));
   }
   if (auto s = p.mem().write_u64(RemoteAddr(top_addr), 0); !s) return -1;
   *free_slot = t.tid;
@@ -139,6 +145,7 @@ bool ReturnHooks::push_fast(Thread& t, Registers& regs, RemoteAddr slot, RemoteA
   if (k < 0) return false;
   uint64_t n = t.fast_records.size();
   uint64_t stub = p.space.fast_stubs[k].value();
+  survival::note_return(p, slot, real_ret);
   uint64_t head[2] = {slot.value(), real_ret.value()};
   uint64_t top = n + 1;
   RemoteMemory::Piece pieces[] = {

@@ -28,6 +28,7 @@
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
 #include "core/untraced.h"
+#include "core/survival.h"
 
 namespace ft {
 namespace {
@@ -348,9 +349,16 @@ std::vector<std::shared_ptr<const ElfImage>> Tracer::read_modules_ahead(pid_t pi
 }
 
 Status Tracer::set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) {
+  survival::clean_up_dead(p, maps);
   if (auto s = load_modules(p, worker, regs, maps); !s) return s;
   resolve_ifuncs(p, worker, regs);  // attached: everything is relocated already
   return {};
+}
+
+void Tracer::before_detach(Process& p) {
+  fast_path_.settle_for_detach(p);
+  verify_breakpoints(p, false);
+  survival::retire(p);
 }
 
 void Tracer::release_child(Process& child) {

@@ -172,10 +172,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   std::vector<std::shared_ptr<const ElfImage>> read_modules_ahead(pid_t pid) override;
   void resume_stopped(Thread& t) override { resume(t); }
   void dispatch(pid_t tid, int status) override { handle_status(tid, status); }
-  void before_detach(Process& p) override {
-    fast_path_.settle_for_detach(p);
-    verify_breakpoints(p, false);
-  }
+  void before_detach(Process& p) override;
   // A stop while detaching: the thread is left stopped, put where it can run on.
   void collect_for_detach(Thread& t, const WaitStatus& ws);
 

@@ -25,6 +25,7 @@
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
 #include "core/tracee_guards.h"
+#include "core/survival.h"
 
 namespace ft {
 
@@ -75,6 +76,7 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   FT_DEBUG("process {}: out-of-line area at {:#x}", p.pid(), area->base().value());
   if (p.space.trampoline.null()) p.space.trampoline = area->trampoline();
   p.space.areas.push_back(std::move(area));
+  survival::note_areas(p);
   return p.space.areas.back().get();
 }
 
@@ -100,6 +102,7 @@ Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::v
   report_.write_modules(p);
   plan_ifunc_resolution(p, t, regs);
   fast_path_.update_unwind(p);
+  survival::sync_traps(p);
   return {};
 }
 
@@ -138,6 +141,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
     for (size_t i = before; i < p.space.modules.size(); ++i) report_.write_module(p, *p.space.modules[i]);
   plan_ifunc_resolution(p, t, regs);
   fast_path_.update_unwind(p);
+  survival::sync_traps(p);
 }
 
 void Tracer::load_module(Process& p, Thread& t, Registers& regs, const MappedModule& mm, bool is_main) {
@@ -249,6 +253,11 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     p.space.functions.push_back(std::move(fi));
   };
 
+  // An attached program gets the recorder, and with it the SIGTRAP handler that lets it
+  // outlive functracer (survival.h), before the first trap of ours is in its code.
+  if (p.attached && !p.space.recorder.ready && !p.space.recorder.unavailable &&
+      area_near(p, t, regs, addr))
+    fast_path_.prepare(p, t, regs);
   auto existing = p.space.breakpoints.find(addr);
   // Another symbol of a function whose entry is patched (an alias: C1/C2 constructors).
   if (const EntryPatchSite* s = p.space.recorder.patch_at_entry(addr)) existing = p.space.breakpoints.find(s->slow_trap);
@@ -295,7 +304,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
         bp.fn = id;
         bp.traced = true;
         bp.module = &m;
-        p.space.breakpoints.emplace(bp.addr, std::move(bp));
+        p.space.breakpoints.emplace(bp.addr, std::move(bp));  // in the guard's table already
         return;
       }
       p.space.functions.pop_back();
@@ -435,18 +444,20 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
       report_untraced(p, what, addr.value(), "its out-of-line slot cannot be written: " + s.error().message);
       return nullptr;
     }
-  auto bpbytes = arch::host().trap;
-  if (auto s = p.mem().write(addr, bpbytes); !s) {
-    ++stats_.refused;
-    report_untraced(p, what, addr.value(), "its breakpoint cannot be written: " + s.error().message);
-    return nullptr;
-  }
   Breakpoint bp;
   bp.addr = addr;
   bp.orig_byte = code[0];
   bp.reloc = std::move(rel);
   bp.slot = slot;
   bp.module = p.space.module_at(bp.addr);
+  // In the guard's table before it is in the code (survival.h).
+  survival::note_trap(p, bp);
+  auto bpbytes = arch::host().trap;
+  if (auto s = p.mem().write(addr, bpbytes); !s) {
+    ++stats_.refused;
+    report_untraced(p, what, addr.value(), "its breakpoint cannot be written: " + s.error().message);
+    return nullptr;
+  }
   ++stats_.breakpoints;
   return &p.space.breakpoints.emplace(addr, std::move(bp)).first->second;
 }

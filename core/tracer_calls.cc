@@ -11,6 +11,7 @@
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
+#include "core/survival.h"
 
 namespace ft {
 namespace {
@@ -203,6 +204,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         } else if (e.write_trampoline && fn.fast_return() && returns_.fast_allowed(p) && returns_.push_fast(t, regs, slot, RemoteAddr(*ret))) {
           t.stack.mark_last_fast();
         } else if (e.write_trampoline) {
+          survival::note_return(p, slot, RemoteAddr(*ret));
           if (auto s = p.mem().poke(t.tid, slot, p.space.trampoline.value()); !s) {
             t.stack.pop_last();
             log::warn("cannot hook the return of {} in thread {}: {}", fn.name, t.tid, s.error().message);

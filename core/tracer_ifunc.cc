@@ -25,6 +25,7 @@
 #include "core/symbol_policy.h"
 #include "core/tracer.h"
 #include "core/untraced.h"
+#include "core/survival.h"
 
 namespace ft {
 namespace {
@@ -106,6 +107,7 @@ void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
     plant(p, t, regs, *home, *impl, impl_sym, f.demangled, f.interest,
           kHookNone);
   }
+  survival::sync_traps(p);
   for (const auto& [key, names] : elsewhere) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;

@@ -155,6 +155,89 @@ RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
   return {e.take(), 0, slow, after_call};
 }
 
+// The SIGTRAP handler's entry (the kernel calls it with sig, info, ucontext): the
+// region's header as the fourth argument, then on to the recorder's handler. After
+// it, the signal return the action's restorer runs (rt_sigreturn).
+SignalCode trap_handler(uint64_t region, uint64_t trap_fn) {
+  Emitter e;
+  e.bytes({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
+  e.bytes({0x48, 0xb9});              // movabs rcx, region
+  uint8_t b[8];
+  std::memcpy(b, &region, 8);
+  e.raw(b);
+  e.bytes({0x48, 0xb8});              // movabs rax, trap_fn
+  std::memcpy(b, &trap_fn, 8);
+  e.raw(b);
+  e.bytes({0xff, 0xe0});              // jmp rax
+  size_t restorer = e.size();
+  e.bytes({0xb8, 0x0f, 0x00, 0x00, 0x00});  // mov eax, SYS_rt_sigreturn
+  e.bytes({0x0f, 0x05});                    // syscall
+  return {e.take(), restorer};
+}
+
+void restart_syscall(Registers& r) {
+  user_regs_struct& s = r.raw;
+  constexpr int64_t kErestartsys = -512, kErestartnointr = -513, kErestartnohand = -514, kErestartBlock = -516;
+  auto v = static_cast<int64_t>(s.rax);
+  if (static_cast<int64_t>(s.orig_rax) < 0) return;
+  if (v == kErestartsys || v == kErestartnointr || v == kErestartnohand) {
+    s.rax = s.orig_rax;
+  } else if (v == kErestartBlock) {
+    s.rax = 219;  // restart_syscall
+  } else {
+    return;
+  }
+  s.rip -= 2;  // the syscall instruction again
+  s.orig_rax = static_cast<uint64_t>(-1);
+}
+
+std::vector<uint8_t> resume_after_syscall(const Registers& saved, uint64_t at) {
+  Registers restarted = saved;
+  restart_syscall(restarted);
+  const user_regs_struct& s = restarted.raw;
+  uint64_t rax = s.rax, rip = s.rip;
+  // The values, in this order after the code: flags, the fifteen registers, rsp, rip.
+  const uint64_t values[] = {s.eflags, rax, s.rcx, s.rdx, s.rbx, s.rbp, s.rsi, s.rdi, s.r8, s.r9, s.r10,
+                             s.r11, s.r12, s.r13, s.r14, s.r15, s.rsp, rip};
+  // mov reg, [rip + disp32]: REX, 8b, modrm (reg field), in the order of values[1..16].
+  static constexpr uint8_t kLoads[][3] = {
+      {0x48, 0x8b, 0x05}, {0x48, 0x8b, 0x0d}, {0x48, 0x8b, 0x15}, {0x48, 0x8b, 0x1d}, {0x48, 0x8b, 0x2d},
+      {0x48, 0x8b, 0x35}, {0x48, 0x8b, 0x3d}, {0x4c, 0x8b, 0x05}, {0x4c, 0x8b, 0x0d}, {0x4c, 0x8b, 0x15},
+      {0x4c, 0x8b, 0x1d}, {0x4c, 0x8b, 0x25}, {0x4c, 0x8b, 0x2d}, {0x4c, 0x8b, 0x35}, {0x4c, 0x8b, 0x3d},
+      {0x48, 0x8b, 0x25}};
+  Emitter e;
+  std::vector<std::pair<size_t, size_t>> fixups;  // (end of the instruction, index in values)
+  auto rip_operand = [&](size_t index) {
+    e.bytes({0, 0, 0, 0});
+    fixups.emplace_back(e.size(), index);
+  };
+  e.bytes({0x0f, 0x05});                                // syscall
+  e.bytes({0x48, 0x8d, 0xa4, 0x24, 0x00, 0xff, 0xff, 0xff});  // lea rsp, [rsp-256]: below the red zone
+  e.bytes({0xff, 0x35});                                // push qword [rip + flags]
+  rip_operand(0);
+  e.bytes({0x9d});                                      // popfq
+  for (size_t i = 0; i < std::size(kLoads); ++i) {      // the registers, rsp last
+    e.bytes({kLoads[i][0], kLoads[i][1], kLoads[i][2]});
+    rip_operand(i + 1);
+  }
+  e.bytes({0xff, 0x25});                                // jmp qword [rip + rip]
+  rip_operand(17);
+  while (e.size() % 8) e.bytes({0xcc});
+  size_t data = e.size();
+  for (uint64_t v : values) {
+    uint8_t b[8];
+    std::memcpy(b, &v, 8);
+    e.raw(b);
+  }
+  std::vector<uint8_t> out = e.take();
+  for (auto [end, index] : fixups) {
+    auto disp = static_cast<int32_t>(static_cast<int64_t>(data + 8 * index) - static_cast<int64_t>(end));
+    std::memcpy(&out[end - 4], &disp, 4);
+  }
+  (void)at;  // position-independent
+  return out;
+}
+
 size_t flags_transfer(std::span<const uint8_t> code, int& dir) {
   if (code.empty()) return 0;
   if (code[0] == 0x9c) dir = 1;        // pushfq
@@ -165,7 +248,7 @@ size_t flags_transfer(std::span<const uint8_t> code, int& dir) {
 
 }  // namespace
 
-const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, flags_transfer, 49, 0x100,
+const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, trap_handler, resume_after_syscall, restart_syscall, flags_transfer, 49, 0x100,
                                             /*kept_copy_gap*/ 14 + kStopGapAfterJump};
 
 }  // namespace ft::arch
