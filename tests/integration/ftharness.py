@@ -679,6 +679,31 @@ def attach_window(ck, label, cmd, outdir, target, seconds, timeout=30):
     return None
 
 
+def text_matches_file(ck, pid, exe, label):
+    """The executable's mapped text (every executable mapping of exe in /proc/PID/maps)
+    equals the file's bytes: no breakpoint or jump left after a detach. Returns the number
+    of bytes compared."""
+    checked = 0
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(exe, "rb") as f:
+        for line in maps:
+            fields = line.split()
+            if len(fields) < 6 or "x" not in fields[1] or os.path.realpath(fields[5]) != os.path.realpath(exe):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            offset = int(fields[2], 16)
+            mem.seek(start)
+            live = mem.read(end - start)
+            f.seek(offset)
+            disk = f.read(end - start)
+            n = min(len(live), len(disk))
+            diff = next((i for i in range(n) if live[i] != disk[i]), None)
+            ck.check(diff is None, f"{label}: the text differs from the file at {start + (diff or 0):#x} "
+                     f"(file offset {offset + (diff or 0):#x}) after the detach")
+            checked += n
+    ck.check(checked > 0, f"{label}: no executable mapping of {exe} found in /proc/{pid}/maps")
+    return checked
+
+
 def proc_stats():
     """(pid, fields of /proc/PID/stat after the command name: state, ppid, pgrp,
     session, ...) of every process that can be read."""

@@ -84,29 +84,6 @@ def finish_target(ck, target, label):
     return {k: int(v) for k, v in counts.items()} if ok else None
 
 
-def text_matches_file(ck, pid, exe, label):
-    """The executable's mapped text equals the file's bytes."""
-    checked = 0
-    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(exe, "rb") as f:
-        for line in maps:
-            fields = line.split()
-            if len(fields) < 6 or "x" not in fields[1] or os.path.realpath(fields[5]) != os.path.realpath(exe):
-                continue
-            start, end = (int(x, 16) for x in fields[0].split("-"))
-            offset = int(fields[2], 16)
-            mem.seek(start)
-            live = mem.read(end - start)
-            f.seek(offset)
-            disk = f.read(end - start)
-            n = min(len(live), len(disk))
-            diff = next((i for i in range(n) if live[i] != disk[i]), None)
-            ck.check(diff is None, f"{label}: the text differs from the file at {start + (diff or 0):#x} "
-                     f"(file offset {offset + (diff or 0):#x}) after the detach")
-            checked += n
-    ck.check(checked > 0, f"{label}: no executable mapping of {exe} found in /proc/{pid}/maps")
-    return checked
-
-
 def round_to_end(ck, exe, tmp, i):
     label = f"round {i + 1} to the end"
     target = start_target(ck, exe, label)
@@ -175,7 +152,7 @@ def round_detached(ck, exe, tmp, i):
              f"{label}: threads stepped out of the recorder's code at the detach: {steps} steps")
     print(f"{label}: steps at the detach {steps}", flush=True)
     if ck.check(target.poll() is None, f"{label}: the program ended at the detach ({target.returncode})"):
-        n = text_matches_file(ck, target.pid, exe, label)
+        n = h.text_matches_file(ck, target.pid, exe, label)
         print(f"{label}: {n} bytes of text compared with the file", flush=True)
     ended = communicate(ck, target, 120, f"{label}: the program did not finish after the detach")
     if ended is None:
