@@ -38,6 +38,12 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   c.recorder.return_fn = r.return_fn;
   c.recorder.return_stub = r.return_stub;
   c.recorder.return_trap = r.return_trap;
+  c.recorder.code_size = r.code_size;
+  c.recorder.return_after_call = r.return_after_call;
+  c.recorder.entry_after_call = r.entry_after_call;
+  c.recorder.signal_trap = r.signal_trap;
+  c.recorder.trap_handler = r.trap_handler;
+  c.recorder.trap_restorer = r.trap_restorer;
   c.recorder.walks = r.walks;
   c.recorder.ready = r.ready && shares_memory;
   c.recorder.borrowed = shares_memory;

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define FT_REC_MAGIC 0x31304345525446ull /* "FTREC01" */
-#define FT_REC_VERSION 2u
+#define FT_REC_VERSION 3u
 #define FT_REC_MAX_THREADS 1024u /* rings in a region */
 #define FT_REC_KEYS 2048u        /* key table entries: a power of two, twice the rings */
 #define FT_REC_KEY_EMPTY 0ull
@@ -225,8 +225,6 @@ struct ft_rec_guard {
   uint64_t gone;        /* set by the handler at the first trap of ours: functracer is dead */
   uint64_t handled;     /* traps of ours the handler sent on */
   uint64_t restored;    /* entry breakpoints it took out */
-  uint64_t return_trap; /* the recorder's return stub's trap */
-  uint64_t signal_trap; /* where a held signal's thread waits */
   uint64_t ntraps;      /* entries in use in traps[] */
   uint64_t nreturns;    /* entries in use in returns[] */
   uint64_t npatches;

@@ -205,8 +205,6 @@ bool install(Injector& injector, Process& p, Thread& t, Registers& regs, bool ri
   g->action.restorer = rs.trap_restorer.value();
   g->action.mask = g->old_action.mask;
   g->handler = rs.trap_handler.value();
-  g->return_trap = rs.return_trap.value();
-  g->signal_trap = rs.signal_trap.value();
   g->rings = rings ? 1 : 0;
   sync_traps(p);
   rebuild_returns(p, g);

@@ -112,6 +112,42 @@ TEST(AddressSpace, ForkCloneCopiesTheImageAndPointsAtItsOwnModules) {
   EXPECT_EQ(parent.fast_owner[0], 1234);
 }
 
+// The recorder's code is in the fork child's copy of the memory, at the same
+// addresses: every address functracer knows in it is the child's too (the signal trap
+// held signals wait at, the SIGTRAP handler, where the recorder's functions return).
+TEST(AddressSpace, ForkCloneKnowsTheRecordersCode) {
+  AddressSpace parent = populated();
+  RecorderSpace& r = parent.recorder;
+  r.ready = true;
+  r.code = RemoteAddr(kArea + 0x10000);
+  r.code_size = 0x3000;
+  r.entry_fn = r.code + 0x100;
+  r.return_fn = r.code + 0x200;
+  r.return_stub = r.code + 0x4000;
+  r.return_trap = r.return_stub + 0x30;
+  r.return_after_call = r.return_stub + 0x20;
+  r.entry_after_call = 0x58;
+  r.signal_trap = r.return_stub + 0x40;
+  r.trap_handler = r.return_stub + 0x41;
+  r.trap_restorer = r.return_stub + 0x90;
+  const RecorderSpace c = parent.clone(false).recorder;
+  EXPECT_EQ(c.code, r.code);
+  EXPECT_EQ(c.code_size, r.code_size);
+  EXPECT_EQ(c.entry_fn, r.entry_fn);
+  EXPECT_EQ(c.return_fn, r.return_fn);
+  EXPECT_EQ(c.return_stub, r.return_stub);
+  EXPECT_EQ(c.return_trap, r.return_trap);
+  EXPECT_EQ(c.return_after_call, r.return_after_call);
+  EXPECT_EQ(c.entry_after_call, r.entry_after_call);
+  EXPECT_EQ(c.signal_trap, r.signal_trap);
+  EXPECT_EQ(c.trap_handler, r.trap_handler);
+  EXPECT_EQ(c.trap_restorer, r.trap_restorer);
+  EXPECT_TRUE(c.in_recorder_code(r.code + 0x2fff));
+  // Its region is not: the child needs one of its own before it runs.
+  EXPECT_FALSE(c.ready);
+  EXPECT_TRUE(c.needs_region);
+}
+
 TEST(AddressSpace, SharedMemoryCloneHasNoReturnRecordsOfItsOwn) {
   AddressSpace parent = populated();
   AddressSpace child = parent.clone(true);
