@@ -19,19 +19,18 @@ struct Json {
   int64_t number = 0;
   std::string string;
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  // An object's members, in order: names[i] is the name of values[i]. (A vector of
+  // pairs holding Json cannot be declared in Json itself with every compiler.)
+  std::vector<std::string> names;
+  std::vector<Json> values;
 
   const Json* get(const std::string& key) const {
-    for (const auto& [k, v] : members) {
-      if (k == key) return &v;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == key) return &values[i];
     }
     return nullptr;
   }
-  std::vector<std::string> keys() const {
-    std::vector<std::string> out;
-    for (const auto& m : members) out.push_back(m.first);
-    return out;
-  }
+  std::vector<std::string> keys() const { return names; }
 };
 
 class JsonParser {
@@ -64,7 +63,8 @@ class JsonParser {
         ws();
         Json item;
         if (!value(item)) return false;
-        v.members.emplace_back(key.string, std::move(item));
+        v.names.push_back(key.string);
+        v.values.push_back(std::move(item));
         ws();
       } while (eat(','));
       return eat('}');
