@@ -29,8 +29,7 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   const RecorderSpace& r = recorder;
   c.recorder.patches = r.patches;
   for (auto& s : c.recorder.patches) s.module = c.module_at(s.at);
-  c.recorder.patch_by_trap = r.patch_by_trap;
-  c.recorder.patch_by_entry = r.patch_by_entry;
+  c.recorder.reindex();
   c.recorder.region = r.region;
   c.recorder.region_size = r.region_size;
   c.recorder.code = r.code;

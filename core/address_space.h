@@ -30,6 +30,7 @@
 #include "core/fast_return.h"
 #include "core/go_stacks.h"
 #include "core/module_map.h"
+#include "core/plant_pass.h"
 #include "core/recorder_space.h"
 #include "core/register_signature.h"
 #include "common/remote_addr.h"
@@ -191,6 +192,9 @@ class AddressSpace {
   // puts the thread's registers back should functracer die meanwhile
   // (Injector::syscall); null: the area's stub (or the scratch address).
   RemoteAddr resume_code;
+  // The planting pass open on this address space, if any (plant_pass.h): planting
+  // queues its writes there.
+  PlantPass* pass = nullptr;
 
   bool is_trampoline(RemoteAddr ip) const { return !trampoline.null() && ip == trampoline; }
   // A hijacked return address: the trampoline or a thread's stub.

@@ -18,6 +18,7 @@
 #include "common/signal_names.h"
 #include "core/backtracer.h"
 #include "core/log.h"
+#include "core/plant_pass.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/recorder.h"
@@ -170,7 +171,22 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
 
 bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym, RemoteAddr addr,
                      uint32_t fn_id, unsigned nargs, unsigned frames, SsolArea& area, std::string& reason) {
+  const bool alone = p.space.pass == nullptr;
+  {
+    // Written at once, or with the rest of the pass open on the process (plant_pass.h).
+    PassScope scope(p.space.pass, p.mem());
+    if (!queue_patch(p, t, regs, m, sym, addr, fn_id, nargs, frames, area, reason, !alone)) return false;
+  }
+  if (p.space.recorder.patch_at_entry(addr)) return true;
+  reason = "its code cannot be written";  // undone: a breakpoint may do
+  return false;
+}
+
+bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym,
+                           RemoteAddr addr, uint32_t fn_id, unsigned nargs, unsigned frames, SsolArea& area,
+                           std::string& reason, bool report_undone) {
   RecorderSpace& rs = p.space.recorder;
+  PlantPass& pass = *p.space.pass;
   const FunctionInfo& fn = p.space.functions[fn_id];
   if (rs.borrowed || rs.needs_region) {
     reason = "the process runs on memory that is not its own";
@@ -186,7 +202,7 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
       reason = "other threads are running";
       return false;
     }
-    auto r = ptrace::get_regs(tid);
+    const Registers* r = pass.regs_of(tid);
     if (!r) {
       reason = "another thread's registers cannot be read";
       return false;
@@ -255,6 +271,17 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   }
   RemoteAddr at = RemoteAddr(plan.patch_addr(addr.value()));
   RemoteAddr resume = addr + static_cast<int64_t>(plan.window_length);
+  // One trap or jump never covers another: a breakpoint or a patch of another symbol
+  // inside the window.
+  for (RemoteAddr a = at; a < resume; a = a + 1)
+    if (p.space.breakpoints.count(a)) {
+      reason = fmt::format("a breakpoint inside its first instructions at {:#x}", a.value());
+      return false;
+    }
+  if (const EntryPatchSite* other = rs.patch_over(at, static_cast<size_t>(resume - at))) {
+    reason = "its first instructions overlap those of " + p.space.functions[other->fn].demangled;
+    return false;
+  }
   // The thread functracer works with keeps its pc (its registers may be restored from
   // a copy taken before); the others are moved.
   if (regs.ip() > at && regs.ip() < resume) {
@@ -292,25 +319,26 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   RemoteAddr allocated = area.allocate(kTrampolineBytes);
   FT_CHECK(allocated == tramp, "out-of-line area moved on");
   // The trampoline is complete before the jump to it exists, and the threads inside
-  // the window are in the copy before they could run into the jump's bytes.
-  if (!p.mem().write(tramp, code.code)) {
-    reason = "its code cannot be written";
-    return false;
-  }
+  // the window are in the copy before they could run into the jump's bytes (the pass
+  // writes in that order).
+  std::vector<uint8_t> whole = code.code;  // all of its room: the trampolines of a pass go in one write
+  whole.resize(kTrampolineBytes, arch::host().trap[0]);
+  pass.outline(tramp, whole);
   for (const Move& mv : moves) {
-    if (!ptrace::set_regs(mv.tid, mv.regs)) {
-      reason = "a thread inside its first instructions cannot be moved";
-      return false;  // the threads moved so far run the copy: the same instructions
-    }
+    pass.move(mv.tid, mv.regs, at);
     FT_DEBUG("thread {}: moved from {:#x} inside {}'s first instructions to its copy at {:#x}", mv.tid,
              mv.from.value(), sym.name, mv.regs.ip().value());
   }
   // The stop path's trap is in the guard's table before anything can reach it.
   survival::note_resume(p, tramp + static_cast<int64_t>(code.slow_trap), tramp + static_cast<int64_t>(code.stop_resume));
-  if (!p.mem().write(at, plan.patch)) {
-    reason = "its code cannot be written";
-    return false;
-  }
+  pass.code(at, plan.patch, [this, &p, at, addr, fn_id, report_undone](const std::string& why) {
+    RecorderSpace& space = p.space.recorder;
+    if (const EntryPatchSite* s = space.patch_at_entry(addr)) p.space.breakpoints.erase(s->slow_trap);
+    space.remove_patch(at);
+    --patched_;
+    --stats_.patched;
+    if (report_undone) report_untraced(p, p.space.functions[fn_id].demangled, addr.value(), why);
+  });
   EntryPatchSite s;
   s.entry = addr;
   s.at = at;
@@ -335,27 +363,42 @@ bool FastPath::patch(Process& p, Thread& t, Registers& regs, const Module& m, co
   return true;
 }
 
-const std::vector<uint64_t>& FastPath::image_targets(const Module& m) {
-  auto it = targets_.find(m.elf.get());
-  if (it != targets_.end() && it->second.image.lock() == m.elf) return it->second.targets;
+const std::vector<uint64_t>& FastPath::image_targets(const std::shared_ptr<const ElfImage>& image) {
+  auto it = targets_.find(image.get());
+  if (it != targets_.end() && it->second.image.lock() == image) return it->second.targets;
   std::erase_if(targets_, [](const auto& e) { return e.second.image.expired(); });
-  ImageTargets& t = targets_[m.elf.get()];
-  t.image = m.elf;
+  ImageTargets& t = targets_[image.get()];
+  t.image = image;
   t.targets.clear();
   uint64_t start = monotonic_ns();
   uint64_t last = ~uint64_t{0};
-  for (const ElfSymbol& f : m.elf->functions()) {
+  for (const ElfSymbol& f : image->functions()) {
     if (f.size == 0 || f.value == last) continue;  // unknown extent, or an alias
     last = f.value;
-    std::span<const uint8_t> bytes = m.elf->read_only_bytes(f.value, f.size);
+    std::span<const uint8_t> bytes = image->read_only_bytes(f.value, f.size);
     if (bytes.empty()) continue;
     arch::host().branch_targets({bytes, f.value}, t.targets);
   }
   std::sort(t.targets.begin(), t.targets.end());
   t.targets.erase(std::unique(t.targets.begin(), t.targets.end()), t.targets.end());
-  FT_DEBUG("{}: {} branch targets in its functions ({:.1f} ms)", m.elf->path(), t.targets.size(),
+  FT_DEBUG("{}: {} branch targets in its functions ({:.1f} ms)", image->path(), t.targets.size(),
            static_cast<double>(monotonic_ns() - start) / 1e6);
   return t.targets;
+}
+
+void FastPath::decode_ahead(const std::shared_ptr<const ElfImage>& image) {
+  // Not for runtimes that walk their stacks (their entries are never patched), nor
+  // for images so big that decoding them all would cost more than the few entries
+  // patched in them are likely to.
+  constexpr uint64_t kMaxCode = 32u << 20;
+  if (!wanted_ || image->machine() != arch::host().elf_machine ||
+      image->stack_walker() != ElfImage::StackWalker::None)
+    return;
+  uint64_t code = 0;
+  for (const ElfSymbol& f : image->functions()) code += f.size;
+  if (code > kMaxCode) return;
+  (void)image_targets(image);
+  (void)unwind_rows_.rows(image);  // for call stacks walked in the process
 }
 
 void FastPath::update_unwind(Process& p) {
@@ -363,7 +406,7 @@ void FastPath::update_unwind(Process& p) {
   if (!rs.ready || !rs.walks || !rs.rings || rs.borrowed) return;
   UnwindIndexBuilder b;
   for (const auto& m : p.space.modules)
-    if (m->elf) b.add_module(*m->elf, m->bias, m->map.base, m->map.end);
+    if (m->elf) b.add_rows(unwind_rows_.rows(m->elf), m->bias, m->map.base, m->map.end);
   std::vector<uint8_t> index = b.build();
   ft_rec_header* h = rs.header();
   uint64_t area = ft_rec_unwind_area_offset(h->ring_bytes);

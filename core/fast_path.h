@@ -32,6 +32,7 @@
 #include "core/injector.h"
 #include "core/process.h"
 #include "core/ssol_area.h"
+#include "core/unwind_index.h"
 
 namespace ft {
 
@@ -41,6 +42,16 @@ class FastPath {
 
   // On unless FT_FAST_PATH=0; the machine must let the process read its thread
   // pointer without a system call.
+  // The targets of the branches in every function of an image (link-time addresses,
+  // sorted): a branch from another function into the bytes a patch replaces. Decoded
+  // at the first patch in a module of the image, or ahead of an attach (decode_ahead),
+  // and kept while the image lives.
+  const std::vector<uint64_t>& image_targets(const std::shared_ptr<const ElfImage>& image);
+  // Before an attach stops the threads: what the first patch in an image needs of it
+  // (its branch targets) and the first call stack walked in the process (its frame
+  // rules, unwind_index.h), made while the program still runs: for libc, tens of
+  // milliseconds each.
+  void decode_ahead(const std::shared_ptr<const ElfImage>& image);
   bool wanted() const { return wanted_; }
   const std::string& why_not() const { return why_not_; }
 
@@ -133,16 +144,19 @@ class FastPath {
   uint64_t patched() const { return patched_; }
 
  private:
+  // patch's work, its writes queued in the open pass (plant_pass.h); an undone patch
+  // is reported untraced when report_undone (no breakpoint can stand in for it then).
+  bool queue_patch(Process& p, Thread& t, Registers& regs, const Module& m, const ElfSymbol& sym, RemoteAddr addr,
+                   uint32_t fn_id, unsigned nargs, unsigned frames, SsolArea& area, std::string& reason,
+                   bool report_undone);
   bool set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed);
-  // The targets of the branches in every function of m's image (link-time addresses,
-  // sorted): a branch from another function into the bytes a patch replaces.
-  // Decoded at the first patch in a module of the image, kept while the image lives.
-  const std::vector<uint64_t>& image_targets(const Module& m);
+  const std::vector<uint64_t>& image_targets(const Module& m) { return image_targets(m.elf); }
   struct ImageTargets {
     std::weak_ptr<const ElfImage> image;
     std::vector<uint64_t> targets;
   };
   std::unordered_map<const ElfImage*, ImageTargets> targets_;
+  UnwindRowCache unwind_rows_;
   bool map_code(Process& p, Thread& t, Registers& regs);
 
   Injector& injector_;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -92,11 +93,12 @@ struct RecorderSpace {
   bool guard_installed = false;
   uint64_t returns_noted = 0;
   uint64_t unguarded = 0;  // breakpoints the full trap table could not take
-  // Changed through add_patch, clear_patches and forget_module, which keep the
-  // indexes right.
+  // Changed through add_patch, remove_patch, clear_patches and forget_module, which
+  // keep the indexes right.
   std::vector<EntryPatchSite> patches;
   std::unordered_map<RemoteAddr, size_t> patch_by_trap;   // slow_trap -> patches index
   std::unordered_map<RemoteAddr, size_t> patch_by_entry;  // entry -> patches index
+  std::map<RemoteAddr, size_t> patch_by_at;               // at -> patches index (windows in order)
   // Rings in use: ring -> (thread, its thread pointer).
   struct Owner {
     pid_t tid = 0;
@@ -110,24 +112,41 @@ struct RecorderSpace {
     auto it = patch_by_entry.find(entry);
     return it == patch_by_entry.end() ? nullptr : &patches[it->second];
   }
+  // The patch whose jump covers a byte of [a, a + len) (the bytes it replaced), or nullptr.
+  const EntryPatchSite* patch_over(RemoteAddr a, size_t len) const {
+    auto it = patch_by_at.lower_bound(a + static_cast<int64_t>(len));
+    if (it == patch_by_at.begin()) return nullptr;
+    const EntryPatchSite& s = patches[std::prev(it)->second];
+    return s.at + static_cast<int64_t>(s.original.size()) > a ? &s : nullptr;
+  }
   void add_patch(EntryPatchSite s) {
     patch_by_trap[s.slow_trap] = patches.size();
     patch_by_entry[s.entry] = patches.size();
+    patch_by_at[s.at] = patches.size();
     patches.push_back(std::move(s));
+  }
+  // The patch at `at` never was written (PlantPass): forgotten.
+  void remove_patch(RemoteAddr at) {
+    std::erase_if(patches, [at](const EntryPatchSite& s) { return s.at == at; });
+    reindex();
   }
   void clear_patches() {
     patches.clear();
-    patch_by_trap.clear();
-    patch_by_entry.clear();
+    reindex();
   }
   // A module went away: its patches with it (never written to again).
   void forget_module(const Module* m) {
     std::erase_if(patches, [m](const EntryPatchSite& s) { return s.module == m; });
+    reindex();
+  }
+  void reindex() {
     patch_by_trap.clear();
     patch_by_entry.clear();
+    patch_by_at.clear();
     for (size_t i = 0; i < patches.size(); ++i) {
       patch_by_trap[patches[i].slow_trap] = i;
       patch_by_entry[patches[i].entry] = i;
+      patch_by_at[patches[i].at] = i;
     }
   }
   bool is_return_stub(RemoteAddr a) const { return !return_stub.null() && a == return_stub; }

@@ -22,6 +22,7 @@
 #include "common/signal_names.h"
 #include "core/instrumentation.h"
 #include "core/log.h"
+#include "core/plant_pass.h"
 #include "core/memory_snapshot.h"
 #include "functracer/schema.h"
 #include "core/procfs.h"
@@ -343,12 +344,14 @@ std::vector<std::shared_ptr<const ElfImage>> Tracer::read_modules_ahead(pid_t pi
     if (!mm.deleted)
       if (auto image = elf_cache_.open(mm.path)) {
         (void)(*image)->demangled_names();
+        fast_path_.decode_ahead(*image);
         held.push_back(std::move(*image));
       }
   return held;
 }
 
 Status Tracer::set_up_image(Process& p, Thread& worker, Registers& regs, const std::vector<MapsEntry>& maps) {
+  PassScope pass(p.space.pass, p.mem());  // every write in one pass (plant_pass.h)
   survival::clean_up_dead(p, maps);
   if (auto s = load_modules(p, worker, regs, maps); !s) return s;
   resolve_ifuncs(p, worker, regs);  // attached: everything is relocated already

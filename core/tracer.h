@@ -149,6 +149,8 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   void plant_exits(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym);
   // A bare breakpoint at addr (or the one already there); nullptr if refused.
   Breakpoint* plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what);
+  // plant_raw's work, its writes queued in the open pass (plant_pass.h).
+  bool queue_breakpoint(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what);
   SsolArea* area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr);
   // IFUNCs (tracer_ifunc.cc): breakpoints on .init functions, from which on the
   // modules are relocated; resolving the pending ones there (or at once, attached).

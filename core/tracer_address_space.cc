@@ -19,6 +19,7 @@
 #include "common/demangle.h"
 #include "common/load_bias.h"
 #include "core/log.h"
+#include "core/plant_pass.h"
 #include "core/untraced.h"
 #include "core/procfs.h"
 #include "core/recorder.h"
@@ -107,6 +108,7 @@ Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::v
 }
 
 void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
+  PassScope pass(p.space.pass, p.mem());  // every write in one pass (plant_pass.h)
   auto maps = read_maps(p.pid());
   if (!maps) return;
   auto now = modules_from_maps(*maps);
@@ -406,23 +408,32 @@ void Tracer::verify_breakpoints(Process& p, bool replant) {
 
 Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what) {
   if (auto it = p.space.breakpoints.find(addr); it != p.space.breakpoints.end()) return &it->second;
-  SsolArea* area = area_near(p, t, regs, addr);
-  if (!area) {
-    ++stats_.refused;
-    report_untraced(p, what, addr.value(), "no out-of-line area could be mapped near it");
-    return nullptr;
+  {
+    // Written at once, or with the rest of the pass open on the process (plant_pass.h).
+    PassScope scope(p.space.pass, p.mem());
+    if (!queue_breakpoint(p, t, regs, addr, what)) return nullptr;
   }
+  auto it = p.space.breakpoints.find(addr);  // gone if its writes failed
+  return it == p.space.breakpoints.end() ? nullptr : &it->second;
+}
+
+bool Tracer::queue_breakpoint(Process& p, Thread& t, Registers& regs, RemoteAddr addr, const std::string& what) {
+  auto refuse = [&](const std::string& reason) {
+    ++stats_.refused;
+    report_untraced(p, what, addr.value(), reason);
+    return false;
+  };
+  if (const EntryPatchSite* s = p.space.recorder.patch_over(addr, arch::host().trap.size()))
+    return refuse("inside the first instructions of " + p.space.functions[s->fn].demangled +
+                  ", which jump to its trampoline");
+  SsolArea* area = area_near(p, t, regs, addr);
+  if (!area) return refuse("no out-of-line area could be mapped near it");
   RemoteAddr slot = area->allocate_slot();
   uint8_t code[arch::kMaxInsnBytes] = {};
   auto got = p.mem().read(addr, code);
-  if (!got) {
-    ++stats_.refused;
-    report_untraced(p, what, addr.value(), "its code cannot be read: " + got.error().message);
-    return nullptr;
-  }
+  if (!got) return refuse("its code cannot be read: " + got.error().message);
   auto rel = arch::host().relocate_at({code, *got}, addr, slot);
   if (rel.kind == arch::Relocation::Kind::Refuse) {
-    ++stats_.refused;
     std::string reason = rel.reason + " (" + (rel.text.empty() ? "undecodable" : rel.text) + ")";
     // A trap the file itself has there (V8's DebugBreak, builtins that must never be
     // reached) is the program's own, not another tool's breakpoint.
@@ -431,19 +442,18 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
       if (!file.empty() && file[0] == code[0])
         reason = "its first instruction is a trap in the file itself (int3): the code stops the program on purpose";
     }
-    report_untraced(p, what, addr.value(), reason);
-    return nullptr;
+    return refuse(reason);
   }
   FT_DEBUG("breakpoint {} at {:#x}: {} -> {}", what, addr.value(), rel.text,
            rel.kind == arch::Relocation::Kind::Emulate ? "emulated" : "out of line");
   // The slot is complete before the breakpoint exists, so no thread can reach an
   // empty slot.
-  if (rel.kind == arch::Relocation::Kind::OutOfLine)
-    if (auto s = p.mem().write(slot, rel.slot_code); !s) {
-      ++stats_.refused;
-      report_untraced(p, what, addr.value(), "its out-of-line slot cannot be written: " + s.error().message);
-      return nullptr;
-    }
+  if (rel.kind == arch::Relocation::Kind::OutOfLine) {
+    // The whole slot (its tail never runs): the slots of a pass then go in one write.
+    std::vector<uint8_t> whole = rel.slot_code;
+    if (whole.size() < SsolArea::kSlotSize) whole.resize(SsolArea::kSlotSize, arch::host().trap[0]);
+    p.space.pass->outline(slot, whole);
+  }
   Breakpoint bp;
   bp.addr = addr;
   bp.orig_byte = code[0];
@@ -452,14 +462,15 @@ Breakpoint* Tracer::plant_raw(Process& p, Thread& t, Registers& regs, RemoteAddr
   bp.module = p.space.module_at(bp.addr);
   // In the guard's table before it is in the code (survival.h).
   survival::note_trap(p, bp);
-  auto bpbytes = arch::host().trap;
-  if (auto s = p.mem().write(addr, bpbytes); !s) {
+  p.space.pass->code(addr, arch::host().trap, [this, &p, addr, what](const std::string& why) {
+    p.space.breakpoints.erase(addr);
+    --stats_.breakpoints;
     ++stats_.refused;
-    report_untraced(p, what, addr.value(), "its breakpoint cannot be written: " + s.error().message);
-    return nullptr;
-  }
+    report_untraced(p, what, addr.value(), why);
+  });
   ++stats_.breakpoints;
-  return &p.space.breakpoints.emplace(addr, std::move(bp)).first->second;
+  p.space.breakpoints.emplace(addr, std::move(bp));
+  return true;
 }
 
 }  // namespace ft

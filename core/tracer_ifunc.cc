@@ -22,6 +22,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "core/plant_pass.h"
 #include "core/symbol_policy.h"
 #include "core/tracer.h"
 #include "core/untraced.h"
@@ -57,6 +58,7 @@ void Tracer::plan_ifunc_resolution(Process& p, Thread& t, Registers& regs) {
 }
 
 void Tracer::resolve_ifuncs(Process& p, Thread& t, Registers& regs) {
+  PassScope pass(p.space.pass, p.mem());  // every write in one pass (plant_pass.h)
   if (p.space.ifuncs.empty() || p.silent) return;
   std::vector<PendingIfunc> pending;
   pending.swap(p.space.ifuncs);

@@ -52,37 +52,54 @@ bool same_rule(const ft_rec_unwind_row& a, const ft_rec_unwind_row& b) {
 
 }  // namespace
 
-void UnwindIndexBuilder::add_module(const ElfImage& elf, uint64_t bias, uint64_t start, uint64_t end) {
+std::vector<ft_rec_unwind_row> UnwindIndexBuilder::link_rows(const ElfImage& elf) {
+  std::vector<ft_rec_unwind_row> rows;
+  auto cfi = ModuleCfi::open(elf);
+  if (!cfi) return rows;
+  std::vector<uint64_t> starts = fde_starts(elf);
+  auto emit = [&](uint64_t link_pc, const std::optional<FrameRule>& rule) {
+    ft_rec_unwind_row row = pack(link_pc, rule);
+    if (!rows.empty() && same_rule(rows.back(), row)) return;
+    rows.push_back(row);
+  };
+  for (size_t i = 0; i < starts.size(); ++i) {
+    uint64_t pc = starts[i];
+    uint64_t next = i + 1 < starts.size() ? starts[i + 1] : std::numeric_limits<uint64_t>::max();
+    if (!rows.empty() && rows.back().pc > pc) continue;  // FDEs that overlap: keep the first
+    while (pc < next) {
+      uint64_t row_start = 0, row_end = 0;
+      auto rule = cfi->rule_at(pc, &row_start, &row_end);
+      if (row_end <= pc) break;
+      emit(pc, rule);
+      pc = row_end;
+    }
+    if (pc < next) emit(pc, std::nullopt);  // no rule up to the next function
+  }
+  return rows;
+}
+
+void UnwindIndexBuilder::add_rows(const std::vector<ft_rec_unwind_row>& link, uint64_t bias, uint64_t start,
+                                  uint64_t end) {
   Module mod{};
   mod.m.start = start;
   mod.m.end = end;
-  auto cfi = ModuleCfi::open(elf);
-  std::vector<uint64_t> starts = fde_starts(elf);
-  auto emit = [&](uint64_t link_pc, const std::optional<FrameRule>& rule) {
-    ft_rec_unwind_row row = pack(link_pc + bias, rule);
-    if (!mod.rows.empty() && same_rule(mod.rows.back(), row)) return;
-    mod.rows.push_back(row);
-  };
-  if (cfi) {
-    for (size_t i = 0; i < starts.size(); ++i) {
-      uint64_t pc = starts[i];
-      uint64_t next = i + 1 < starts.size() ? starts[i + 1] : std::numeric_limits<uint64_t>::max();
-      if (!mod.rows.empty() && mod.rows.back().pc > pc + bias) continue;  // FDEs that overlap: keep the first
-      while (pc < next) {
-        uint64_t row_start = 0, row_end = 0;
-        auto rule = cfi->rule_at(pc, &row_start, &row_end);
-        if (row_end <= pc) break;
-        emit(pc, rule);
-        pc = row_end;
-      }
-      if (pc < next) emit(pc, std::nullopt);  // no rule up to the next function
-    }
-  }
+  mod.rows = link;
+  for (auto& row : mod.rows) row.pc += bias;
   ++stats_.modules;
   stats_.rows += mod.rows.size();
   stats_.unfollowed += static_cast<uint64_t>(
       std::count_if(mod.rows.begin(), mod.rows.end(), [](const auto& r) { return r.flags & FT_REC_NO_RULE; }));
   modules_.push_back(std::move(mod));
+}
+
+const std::vector<ft_rec_unwind_row>& UnwindRowCache::rows(const std::shared_ptr<const ElfImage>& image) {
+  auto it = entries_.find(image.get());
+  if (it != entries_.end() && it->second.image.lock() == image) return it->second.rows;
+  std::erase_if(entries_, [](const auto& e) { return e.second.image.expired(); });
+  Entry& e = entries_[image.get()];
+  e.image = image;
+  e.rows = UnwindIndexBuilder::link_rows(*image);
+  return e.rows;
 }
 
 std::vector<uint8_t> UnwindIndexBuilder::build() const {

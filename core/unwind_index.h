@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/recorder_abi.h"
@@ -18,8 +20,15 @@ class ElfImage;
 
 class UnwindIndexBuilder {
  public:
+  // The rows of an image at its link-time addresses (the costly part: every FDE's
+  // rules evaluated), to be placed with add_rows.
+  static std::vector<ft_rec_unwind_row> link_rows(const ElfImage& elf);
   // The code of elf as loaded with `bias`, its executable mapping at [start, end).
-  void add_module(const ElfImage& elf, uint64_t bias, uint64_t start, uint64_t end);
+  void add_module(const ElfImage& elf, uint64_t bias, uint64_t start, uint64_t end) {
+    add_rows(link_rows(elf), bias, start, end);
+  }
+  // The same from rows link_rows made.
+  void add_rows(const std::vector<ft_rec_unwind_row>& link, uint64_t bias, uint64_t start, uint64_t end);
   // The index, ready to be copied into the process.
   std::vector<uint8_t> build() const;
 
@@ -35,6 +44,20 @@ class UnwindIndexBuilder {
   };
   std::vector<Module> modules_;
   Stats stats_;
+};
+
+// link_rows of each image, kept while the image lives: made once per file, ahead of
+// an attach where it can be (FastPath::decode_ahead), not at every module change.
+class UnwindRowCache {
+ public:
+  const std::vector<ft_rec_unwind_row>& rows(const std::shared_ptr<const ElfImage>& image);
+
+ private:
+  struct Entry {
+    std::weak_ptr<const ElfImage> image;
+    std::vector<ft_rec_unwind_row> rows;
+  };
+  std::unordered_map<const ElfImage*, Entry> entries_;
 };
 
 }  // namespace ft

@@ -13,6 +13,10 @@ ends:
   functracer    functracer -q -p PID -e calltrace -a 'pf_*' -o DIR --stats
                 (entries patched for the in-process recorder, the default)
   ft stops      the same with FT_FAST_PATH=0: 2,000 breakpoints
+  ft memtrace   functracer -q -p PID -e memtrace -o DIR --stats (the allocator's
+                entries patched; the modules' frame rules for call stacks)
+  heaptrack     heaptrack -p PID (gdb stops the program and loads heaptrack's
+                library into it)
   ltrace        ltrace -p PID -x 'pf_*' -o FILE
   bpftrace      bpftrace -e 'uprobe:BIN:pf_* { @c = count(); }' started while the
                 program runs (uprobes are put on the file; no thread is stopped)
@@ -176,7 +180,11 @@ def main():
             return sum(int(x) for x in m) if m else None
 
         tools = [("untraced", None, None), ("functracer", ft_cmd(True), ft_count),
-                 ("ft stops", ft_cmd(False), ft_count)]
+                 ("ft stops", ft_cmd(False), ft_count),
+                 # memtrace: a handful of libc's allocator functions patched, and the
+                 # frame rules of every module for call stacks walked in the process.
+                 ("ft memtrace", lambda pid: [args.functracer, "-q", "-p", str(pid), "-e", "memtrace", "-o", outdir,
+                                              "--stats"], None)]
         if benchlib.optional_tool("ltrace"):
             log = os.path.join(tmp, "ltrace.log")
 
@@ -186,6 +194,11 @@ def main():
                 os.remove(log)
                 return n
             tools.append(("ltrace", lambda pid: ["ltrace", "-p", str(pid), "-x", "pf_*", "-o", log], lt_count))
+        if benchlib.optional_tool("heaptrack") and shutil.which("gdb"):
+            # heaptrack's attach: gdb injects its library into the running program.
+            tools.append(("heaptrack", lambda pid: ["heaptrack", "-p", str(pid)], None))
+        else:
+            benchlib.skipped("heaptrack -p", "heaptrack or gdb not installed (Debian packages heaptrack, gdb)")
         bpftrace = shutil.which("bpftrace")
         if bpftrace and os.geteuid() == 0:
             def bpf_count(out, err):
