@@ -196,7 +196,9 @@ def main():
             tools.append(("ltrace", lambda pid: ["ltrace", "-p", str(pid), "-x", "pf_*", "-o", log], lt_count))
         if benchlib.optional_tool("heaptrack") and shutil.which("gdb"):
             # heaptrack's attach: gdb injects its library into the running program.
-            tools.append(("heaptrack", lambda pid: ["heaptrack", "-p", str(pid)], None))
+            # Its data file goes to the scratch directory, not the current one.
+            tools.append(("heaptrack", lambda pid: ["heaptrack", "-o", os.path.join(tmp, "heaptrack-attach"), "-p", str(pid)],
+                          None))
         else:
             benchlib.skipped("heaptrack -p", "heaptrack or gdb not installed (Debian packages heaptrack, gdb)")
         bpftrace = shutil.which("bpftrace")
