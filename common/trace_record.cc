@@ -442,33 +442,59 @@ void append_quoted(std::string& out, std::string_view s) {
   out += '"';
 }
 
+LineAppender::LineAppender(std::string& out, uint64_t seq, int64_t tid, uint64_t ts_ns, std::string_view type)
+    : out_(out) {
+  append_u64(out_, seq);
+  out_ += ' ';
+  append_i64(out_, tid);
+  out_ += ' ';
+  append_u64(out_, ts_ns);
+  out_ += ' ';
+  out_ += type;
+}
+
+void LineAppender::key(std::string_view k) {
+  out_ += ' ';
+  out_ += k;
+  out_ += '=';
+}
+
+void LineAppender::integer(std::string_view k, int64_t v) {
+  key(k);
+  append_i64(out_, v);
+}
+
+void LineAppender::hex(std::string_view k, uint64_t v) {
+  key(k);
+  append_hex(out_, v);
+}
+
+void LineAppender::str(std::string_view k, std::string_view s) {
+  key(k);
+  append_quoted(out_, s);
+}
+
+void LineAppender::list(std::string_view k, const uint64_t* v, size_t n) {
+  key(k);
+  out_ += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out_ += ',';
+    append_hex(out_, v[i]);
+  }
+  out_ += ']';
+}
+
 void append_record(std::string& out, const TraceRecord& r) {
-  append_u64(out, r.seq);
-  out += ' ';
-  append_i64(out, r.tid);
-  out += ' ';
-  append_u64(out, r.ts_ns);
-  out += ' ';
-  out += r.type;
+  LineAppender line(out, r.seq, r.tid, r.ts_ns, r.type);
   for (const auto& f : r.fields) {
-    out += ' ';
-    out += f.key;
-    out += '=';
-    if (auto* i = std::get_if<int64_t>(&f.value)) {
-      append_i64(out, *i);
-    } else if (auto* h = std::get_if<Hex>(&f.value)) {
-      append_hex(out, h->v);
-    } else if (auto* s = std::get_if<std::string>(&f.value)) {
-      append_quoted(out, *s);
-    } else {
-      const auto& list = std::get<HexList>(f.value);
-      out += '[';
-      for (size_t k = 0; k < list.size(); ++k) {
-        if (k) out += ',';
-        append_hex(out, list[k]);
-      }
-      out += ']';
-    }
+    if (auto* i = std::get_if<int64_t>(&f.value))
+      line.integer(f.key, *i);
+    else if (auto* h = std::get_if<Hex>(&f.value))
+      line.hex(f.key, h->v);
+    else if (auto* s = std::get_if<std::string>(&f.value))
+      line.str(f.key, *s);
+    else
+      line.list(f.key, std::get<HexList>(f.value).data(), std::get<HexList>(f.value).size());
   }
 }
 

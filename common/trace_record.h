@@ -74,6 +74,21 @@ class RecordFieldWriter {
 std::string format_record(const TraceRecord& r);
 // Same, appended to `out` (no allocation when `out` has room): for buffered writers.
 void append_record(std::string& out, const TraceRecord& r);
+// Writes one line field by field into `out` (no newline): the text append_record gives
+// for the record with those fields, for writers that do not build a TraceRecord. Its
+// calls are the Writer the typed views of functracer/schema.h expect.
+class LineAppender {
+ public:
+  LineAppender(std::string& out, uint64_t seq, int64_t tid, uint64_t ts_ns, std::string_view type);
+  void integer(std::string_view key, int64_t v);
+  void hex(std::string_view key, uint64_t v);
+  void str(std::string_view key, std::string_view s);
+  void list(std::string_view key, const uint64_t* v, size_t n);
+
+ private:
+  void key(std::string_view k);
+  std::string& out_;
+};
 // Appends `s` as a double-quoted string value with the trace escapes (\\ \" \n \t \r,
 // \xHH for other bytes below 0x20 or from 0x7f): the result is printable ASCII.
 void append_quoted(std::string& out, std::string_view s);

@@ -453,26 +453,29 @@ void FastPath::note_thread(Thread& t, const Registers& regs) {
   sync(t);
 }
 
-std::vector<FastPath::Recorded> FastPath::collect(Process& p) {
-  std::vector<Recorded> out;
+void FastPath::collect(Process& p, RecordedBatch& out) {
   RecorderSpace& rs = p.space.recorder;
-  if (!rs.ready || rs.borrowed || !rs.rings) return out;
+  if (!rs.ready || rs.borrowed || !rs.rings) return;
   for (auto& [ring, owner] : rs.owners) {
     Thread* t = p.thread(owner.tid);
     if (!t) continue;
+    size_t start = out.records.size();
     rs.rings->drain(ring, [&](const RecordedEvent& e) {
-      Recorded r;
+      Recorded& r = out.records.emplace_back();
       r.thread = t;
       r.kind = e.kind;
       r.fn = e.fn;
       r.flags = e.flags;
       r.tsc = e.tsc;
-      r.nwords = static_cast<uint16_t>(std::min<size_t>(e.words.size(), std::size(r.words)));
-      std::copy_n(e.words.begin(), r.nwords, r.words);
-      out.push_back(r);
+      r.nwords = static_cast<uint16_t>(std::min(e.words.size(), kMaxRecordWords));
+      r.words_at = static_cast<uint32_t>(out.words.size());
+      out.words.insert(out.words.end(), e.words.begin(), e.words.begin() + r.nwords);
+      // The fixed words of every kind are there to read, zero when a record (in the
+      // program's memory) is short of them.
+      if (r.nwords < kMinRecordWords) out.words.resize(out.words.size() + kMinRecordWords - r.nwords, 0);
     });
+    if (out.records.size() > start) out.runs.push_back(start);
   }
-  return out;
 }
 
 void FastPath::report_losses(Process& p) {

@@ -31,6 +31,7 @@
 #include "core/event_reporter.h"
 #include "core/injector.h"
 #include "core/process.h"
+#include "core/recorder.h"
 #include "core/ssol_area.h"
 #include "core/unwind_index.h"
 
@@ -75,18 +76,38 @@ class FastPath {
   // no ring (the caller hooks the return another way). The thread is stopped.
   bool push_frame(Thread& t, RemoteAddr slot, RemoteAddr real_ret, uint32_t fn);
 
-  // One record read out of a ring, for the thread that wrote it.
+  // One record read out of a ring, for the thread that wrote it; its words are in the
+  // batch's word store.
   struct Recorded {
     Thread* thread = nullptr;
-    uint16_t kind = 0;
+    uint64_t tsc = 0;
     uint32_t fn = 0;
     uint32_t flags = 0;
-    uint64_t tsc = 0;
+    uint32_t words_at = 0;  // index of the first word in RecordedBatch::words
+    uint16_t kind = 0;
     uint16_t nwords = 0;
-    uint64_t words[2 + 6 + 48] = {};
   };
-  // Everything the threads of p recorded since the last call, per thread in order.
-  std::vector<Recorded> collect(Process& p);
+  // What collect() read: the records of each ring in order, one run after the other.
+  // Kept by the caller between collections so that its storage is reused.
+  struct RecordedBatch {
+    std::vector<Recorded> records;
+    std::vector<uint64_t> words;
+    std::vector<size_t> runs;  // where each ring's run of records starts
+    void clear() {
+      records.clear();
+      words.clear();
+      runs.clear();
+    }
+    const uint64_t* words_of(const Recorded& r) const { return words.data() + r.words_at; }
+  };
+  // The most words a record is read with (a call's slot, return address, arguments
+  // and stack words).
+  static constexpr size_t kMaxRecordWords = FT_REC_CALL_ARGS + FT_REC_MAX_ARGS + FT_REC_MAX_STACK;
+  // The words every record has room for in the batch (a call's fixed words and every
+  // argument; a return's words).
+  static constexpr size_t kMinRecordWords = FT_REC_CALL_ARGS + FT_REC_MAX_ARGS;
+  // Appends everything the threads of p recorded since the last call to out.
+  void collect(Process& p, RecordedBatch& out);
   // Lost events (full rings) since the last call, reported as `lost` records.
   void report_losses(Process& p);
   // Writes the thread's hooked frames (the recorded frames of its shadow stack, which

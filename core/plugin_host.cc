@@ -85,19 +85,7 @@ long host_read_string(ft_ctx* c, ft_addr addr, char* buf, size_t n) {
 }
 
 void host_record(ft_ctx* c, const char* type, const ft_field* fields, size_t n) {
-  TraceRecord r;
-  r.type = type;
-  r.fields.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ft_field& f = fields[i];
-    switch (f.kind) {
-      case FT_FIELD_INT: r.add(f.key, static_cast<int64_t>(f.i)); break;
-      case FT_FIELD_HEX: r.add(f.key, Hex{f.u}); break;
-      case FT_FIELD_STRING: r.add(f.key, std::string(f.s ? f.s : "")); break;
-      case FT_FIELD_HEX_LIST: r.add(f.key, HexList(f.list, f.list + f.list_len)); break;
-    }
-  }
-  plugin_host().record(*c, r);
+  plugin_host().record(*c, type, fields, n);
 }
 
 void host_print(ft_ctx* c, const char* line) { plugin_host().print(*c, line); }
@@ -503,6 +491,22 @@ void PluginHost::record(ft_ctx& ctx, TraceRecord& r) {
   r.tid = ctx.thread ? ctx.thread->tid : p->pid();
   r.ts_ns = ctx.now_ns;
   p->trace->write(r);
+}
+
+void PluginHost::record(ft_ctx& ctx, const char* type, const ft_field* fields, size_t n) {
+  Process* p = ctx.process;
+  if (!p || !p->trace) return;
+  p->trace->write_line(ctx.thread ? ctx.thread->tid : p->pid(), ctx.now_ns, type, [&](LineAppender& line) {
+    for (size_t i = 0; i < n; ++i) {
+      const ft_field& f = fields[i];
+      switch (f.kind) {
+        case FT_FIELD_INT: line.integer(f.key, static_cast<int64_t>(f.i)); break;
+        case FT_FIELD_HEX: line.hex(f.key, f.u); break;
+        case FT_FIELD_STRING: line.str(f.key, f.s ? f.s : ""); break;
+        case FT_FIELD_HEX_LIST: line.list(f.key, f.list, f.list_len); break;
+      }
+    }
+  });
 }
 
 void PluginHost::print(ft_ctx& ctx, const std::string& text) {

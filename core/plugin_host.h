@@ -84,6 +84,8 @@ class PluginHost {
 
   // Writes a record to ctx's process trace (or nothing when streaming).
   void record(ft_ctx& ctx, TraceRecord& r);
+  // The same for a plugin's record (ft_host_api.record), written as it is given.
+  void record(ft_ctx& ctx, const char* type, const ft_field* fields, size_t n);
   // A line on stderr when streaming: "[pid tid] text".
   void print(ft_ctx& ctx, const std::string& text);
 

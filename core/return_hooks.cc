@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <queue>
 #include <unordered_map>
 
 #include "arch/arch.h"
@@ -204,67 +205,89 @@ void ReturnHooks::release(Thread& t) {
 
 void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   if (stopped) stopped->sp_word_valid = false;
-  struct Ret {
-    Thread* t;
-    Record r;
-  };
   std::vector<Ret> rets;
   collect_returns(p, stopped, sp, [&](Thread* t, const Record& r) { rets.push_back({t, r}); });
   // After the stubs' returns: a running thread's records committed before one of those
-  // returns are in its ring by now.
-  std::vector<FastPath::Recorded> recorded;
-  if (fast_path_) recorded = fast_path_->collect(p);
-  if (rets.empty() && recorded.empty()) return;
+  // returns are in its ring by now. The batch's storage is kept from one drain to the
+  // next (taken out while in use: a report may drain again).
+  FastPath::RecordedBatch batch = std::move(batch_);
+  batch.clear();
+  if (fast_path_) fast_path_->collect(p, batch);
+  if (!rets.empty() || !batch.records.empty()) report_in_order(rets, batch);
+  batch_ = std::move(batch);
+  if (fast_path_) fast_path_->report_losses(p);
+}
+
+void ReturnHooks::report_in_order(std::vector<Ret>& rets, FastPath::RecordedBatch& batch) {
   if (!tsc_) tsc_.emplace();
   tsc_->sample();
   // Per thread (and per source) the order is already right; across threads, and between
   // the returns of the threads' stubs and the records of the recorder, by time. A time
   // can run backwards within a thread: a signal handler that interrupts a stub after it
   // read the clock returns (and records) before the stub finishes. Such a record is no
-  // earlier than the one before it in its thread's order: clamped, the sorts below keep
-  // each thread's order.
-  auto clamp = [](auto& seq, auto thread_of, auto tsc_of) {
-    std::unordered_map<const Thread*, uint64_t> last;
-    for (auto& e : seq) {
-      uint64_t& l = last[thread_of(e)];
-      uint64_t& tsc = tsc_of(e);
-      if (tsc < l) tsc = l;
-      l = tsc;
-    }
-  };
-  clamp(rets, [](const Ret& e) { return e.t; }, [](Ret& e) -> uint64_t& { return e.r.tsc; });
-  clamp(recorded, [](const FastPath::Recorded& e) { return e.thread; },
-        [](FastPath::Recorded& e) -> uint64_t& { return e.tsc; });
-  auto by_tsc = [](const auto& a, const auto& b) { return a.tsc < b.tsc; };
-  std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
-  std::stable_sort(recorded.begin(), recorded.end(), by_tsc);
-  size_t i = 0, j = 0;
-  while (i < rets.size() || j < recorded.size()) {
-    if (j == recorded.size() || (i < rets.size() && rets[i].r.tsc <= recorded[j].tsc)) {
-      report_fast_return(*rets[i].t, rets[i].r);
-      ++i;
-    } else {
-      report_recorded(recorded[j], tsc_->to_ns(recorded[j].tsc));
-      ++j;
+  // earlier than the one before it in its thread's order: clamped, each thread's records
+  // keep their order in the merge below.
+  std::unordered_map<const Thread*, uint64_t> last;
+  for (Ret& e : rets) {
+    uint64_t& l = last[e.t];
+    if (e.r.tsc < l) e.r.tsc = l;
+    l = e.r.tsc;
+  }
+  last.clear();
+  auto& recs = batch.records;
+  const size_t nruns = batch.runs.size();
+  for (size_t k = 0; k < nruns; ++k) {
+    size_t end = k + 1 < nruns ? batch.runs[k + 1] : recs.size();
+    uint64_t& l = last[recs[batch.runs[k]].thread];
+    for (size_t i = batch.runs[k]; i < end; ++i) {
+      if (recs[i].tsc < l) recs[i].tsc = l;
+      l = recs[i].tsc;
     }
   }
-  if (fast_path_) fast_path_->report_losses(p);
+  std::stable_sort(rets.begin(), rets.end(), [](const Ret& a, const Ret& b) { return a.r.tsc < b.r.tsc; });
+  // The rings' runs merged by time, ties to the earlier run: the order a stable sort of
+  // the runs one after the other would give, without moving a record.
+  using Head = std::pair<uint64_t, size_t>;  // (time, run)
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  std::vector<size_t> at(batch.runs), end(nruns);
+  for (size_t k = 0; k < nruns; ++k) {
+    end[k] = k + 1 < nruns ? batch.runs[k + 1] : recs.size();
+    heads.push({recs[at[k]].tsc, k});
+  }
+  size_t i = 0;
+  while (i < rets.size() || !heads.empty()) {
+    if (heads.empty() || (i < rets.size() && rets[i].r.tsc <= heads.top().first)) {
+      report_fast_return(*rets[i].t, rets[i].r);
+      ++i;
+      continue;
+    }
+    size_t k = heads.top().second;
+    heads.pop();
+    // A run goes on while it stays first: one thread's records cost no heap work.
+    do {
+      const FastPath::Recorded& e = recs[at[k]];
+      report_recorded(e, batch.words_of(e), tsc_->to_ns(e.tsc));
+      ++at[k];
+    } while (at[k] < end[k] && (heads.empty() || Head{recs[at[k]].tsc, k} < heads.top()) &&
+             (i >= rets.size() || rets[i].r.tsc > recs[at[k]].tsc));
+    if (at[k] < end[k]) heads.push({recs[at[k]].tsc, k});
+  }
 }
 
-void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
+void ReturnHooks::report_recorded(const FastPath::Recorded& e, const uint64_t* words, uint64_t now) {
   Thread& t = *e.thread;
   Process& p = *t.process;
   if (e.fn >= p.space.functions.size()) return;  // not a record of ours: the program wrote there
   const FunctionInfo& fn = p.space.functions[e.fn];
   bool reported = !p.silent || p.reports_to;
   if (e.kind == FT_REC_WALK && e.nwords > FT_REC_WALK_FRAMES) {
-    t.walk_slot = RemoteAddr(e.words[FT_REC_WALK_SLOT]);
-    t.walk_frames.assign(e.words + FT_REC_WALK_FRAMES, e.words + e.nwords);
+    t.walk_slot = RemoteAddr(words[FT_REC_WALK_SLOT]);
+    t.walk_frames.assign(words + FT_REC_WALK_FRAMES, words + e.nwords);
     t.walk_complete = (e.flags & FT_REC_STACK_COMPLETE) != 0;
     return;
   }
   if (e.kind == FT_REC_CALL) {
-    RemoteAddr slot(e.words[FT_REC_CALL_SLOT]), ret(e.words[FT_REC_CALL_RETURN_TO]);
+    RemoteAddr slot(words[FT_REC_CALL_SLOT]), ret(words[FT_REC_CALL_RETURN_TO]);
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
     if (e.flags & FT_REC_HOOKED) {
       auto en = t.stack.push(slot, p.space.is_return_hook(ret) ? p.space.trampoline : ret, p.space.trampoline, e.fn,
@@ -284,20 +307,20 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
     Registers regs;
     const auto& cc = arch::host().call;
     unsigned recorded_args = std::min(FT_REC_FLAGS_NARGS(e.flags), FT_REC_MAX_ARGS);
-    for (size_t k = 0; k < recorded_args; ++k) regs.set(cc.args[k], e.words[FT_REC_CALL_ARGS + k]);
+    for (size_t k = 0; k < recorded_args; ++k) regs.set(cc.args[k], words[FT_REC_CALL_ARGS + k]);
     regs.set_sp(slot);
     regs.set_ip(fn.address);
     unsigned nargs = std::min(FT_REC_FLAGS_NARGS(e.flags), FT_REC_MAX_ARGS);
     std::span<const uint64_t> stack;
     if (e.nwords > FT_REC_CALL_ARGS + nargs)
-      stack = {e.words + FT_REC_CALL_ARGS + nargs, e.nwords - FT_REC_CALL_ARGS - nargs};
+      stack = {words + FT_REC_CALL_ARGS + nargs, e.nwords - FT_REC_CALL_ARGS - nargs};
     std::vector<uint64_t> frames(stack.begin(), stack.end());
     if (!frames.empty()) frames[0] = caller.value();  // the hook of a tail call is not a caller
     report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true, caller, frames);
     return;
   }
   if (e.kind != FT_REC_RETURN) return;
-  RemoteAddr slot(e.words[FT_REC_RETURN_SLOT]), real(e.words[FT_REC_RETURN_TO]);
+  RemoteAddr slot(words[FT_REC_RETURN_SLOT]), real(words[FT_REC_RETURN_TO]);
   // A tail call's inner frame returns into the hook of the frame it shares the slot
   // with: both are reported when that one returns.
   if (p.space.is_return_hook(real)) return;
@@ -306,12 +329,12 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t now) {
   if (!r.abandoned.empty()) report_.report_unwound(t, r.abandoned, "longjmp", now, t.stack.depth() + r.returned.size());
   if (!r.found) return;
   Registers regs;
-  regs.set(arch::host().call.ret, e.words[FT_REC_RETURN_VALUE]);
-  regs.set(arch::host().call.ret2, e.words[FT_REC_RETURN_VALUE2]);
+  regs.set(arch::host().call.ret, words[FT_REC_RETURN_VALUE]);
+  regs.set(arch::host().call.ret2, words[FT_REC_RETURN_VALUE2]);
   regs.set_sp(slot + 8);
   regs.set_ip(r.real_ret);
   Record rec{};
-  rec.xmm0 = e.words[FT_REC_RETURN_FP];
+  rec.xmm0 = words[FT_REC_RETURN_FP];
   report_.report_returns(t, regs, r, now, &rec);
 }
 

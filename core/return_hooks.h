@@ -75,7 +75,16 @@ class ReturnHooks {
   // sync() for the blocks of returns handled by the threads' stubs only.
   void sync_blocks(Thread& t);
   // A call or return the process recorded (FastPath::collect), in its turn.
-  void report_recorded(const FastPath::Recorded& e, uint64_t now);
+  void report_recorded(const FastPath::Recorded& e, const uint64_t* words, uint64_t now);
+  // A stub's return, for the thread that made it.
+  struct Ret {
+    Thread* t;
+    fastret::Record r;
+  };
+  // The stubs' returns and the recorder's records, reported in time order (per thread
+  // in their own order).
+  void report_in_order(std::vector<Ret>& rets, FastPath::RecordedBatch& batch);
+  FastPath::RecordedBatch batch_;  // storage reused by drain
   FastPath* fast_path_ = nullptr;
 
   Injector& injector_;

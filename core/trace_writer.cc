@@ -105,9 +105,14 @@ TraceWriter::~TraceWriter() {
 
 void TraceWriter::write(TraceRecord& r) {
   r.seq = ++seq_;
-  buf_.append(format_record(r)).push_back('\n');
-  if (pending_since_ == 0) pending_since_ = r.ts_ns ? r.ts_ns : 1;
-  if (buf_.size() >= kFlushAt || r.ts_ns >= pending_since_ + kMaxAgeNs) flush();
+  append_record(buf_, r);
+  buf_.push_back('\n');
+  appended(r.ts_ns);
+}
+
+void TraceWriter::appended(uint64_t ts_ns) {
+  if (pending_since_ == 0) pending_since_ = ts_ns ? ts_ns : 1;
+  if (buf_.size() >= kFlushAt || ts_ns >= pending_since_ + kMaxAgeNs) flush();
 }
 
 void TraceWriter::write_out(const char* p, size_t left) {

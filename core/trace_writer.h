@@ -49,6 +49,14 @@ class TraceWriter {
 
   // Assigns the record's sequence number and appends it.
   void write(TraceRecord& r);
+  // The same for a record written field by field: fields(LineAppender&) appends them.
+  template <class F>
+  void write_line(int64_t tid, uint64_t ts_ns, std::string_view type, F&& fields) {
+    LineAppender line(buf_, ++seq_, tid, ts_ns, type);
+    fields(line);
+    buf_.push_back('\n');
+    appended(ts_ns);
+  }
   void flush();
   // The timestamp of the oldest record not yet written to the file; 0 when none is.
   uint64_t pending_since() const { return pending_since_; }
@@ -63,6 +71,8 @@ class TraceWriter {
   struct Compressor;
   TraceWriter(int fd, std::string path, Format format);
   void finish_frame();
+  // A line was appended: flushes when the buffer is full or its oldest line too old.
+  void appended(uint64_t ts_ns);
   // Feeds n bytes to the compressor and writes what it gives; directive: a
   // ZSTD_EndDirective (zstd.h stays out of this header).
   void compress(const char* p, size_t n, int directive);

@@ -12,16 +12,31 @@ bool AliasNames::better(const std::string& a, const std::string& b) {
 }
 
 void AliasNames::offer(const std::string& module, uint64_t address, const std::string& name) {
-  std::vector<std::string>& names = names_[{module, address}];
-  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  auto mod = names_.find(module);
+  if (mod == names_.end()) mod = names_.emplace(module, std::map<uint64_t, Entry>{}).first;
+  std::vector<std::string>& names = mod->second[address].names;
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  names.push_back(name);
+  ++generation_;
 }
 
-const std::string* AliasNames::name(const std::string& module, uint64_t address) const {
-  auto it = names_.find({module, address});
-  if (it == names_.end() || it->second.empty()) return nullptr;
+const std::string* AliasNames::name(std::string_view module, uint64_t address) const {
+  auto mod = names_.find(module);
+  if (mod == names_.end()) return nullptr;
+  auto it = mod->second.find(address);
+  if (it == mod->second.end()) return nullptr;
+  const Entry& e = it->second;
+  if (e.chosen_at != generation_) {
+    e.best = choose(e);
+    e.chosen_at = generation_;
+  }
+  return e.best;
+}
+
+const std::string* AliasNames::choose(const Entry& e) const {
   const std::string* best = nullptr;
   bool best_imported = false;
-  for (const std::string& n : it->second) {
+  for (const std::string& n : e.names) {
     bool imp = imported_.count(n) != 0;
     if (!best || (imp && !best_imported) || (imp == best_imported && better(n, *best))) {
       best = &n;

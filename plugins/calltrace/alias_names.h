@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,15 +24,26 @@ class AliasNames {
   // A symbol the patterns selected, at run-time address `address` of `module`.
   void offer(const std::string& module, uint64_t address, const std::string& name);
   // A function the executable calls through its PLT ("fopen64" for "fopen64@plt").
-  void imported(const std::string& name) { imported_.insert(name); }
+  void imported(const std::string& name) {
+    if (imported_.insert(name).second) ++generation_;
+  }
   // The name to show for the function at that entry; nullptr if none was offered.
-  const std::string* name(const std::string& module, uint64_t address) const;
+  // Called at every event: allocates nothing, and chooses once per entry until the
+  // names change.
+  const std::string* name(std::string_view module, uint64_t address) const;
   // a is a better name than b, imports aside.
   static bool better(const std::string& a, const std::string& b);
 
  private:
-  std::map<std::pair<std::string, uint64_t>, std::vector<std::string>> names_;
+  struct Entry {
+    std::vector<std::string> names;
+    mutable const std::string* best = nullptr;
+    mutable uint64_t chosen_at = 0;  // the generation best was chosen in (0: never)
+  };
+  const std::string* choose(const Entry& e) const;
+  std::map<std::string, std::map<uint64_t, Entry>, std::less<>> names_;  // by module, then address
   std::set<std::string, std::less<>> imported_;
+  uint64_t generation_ = 1;  // changes with every offer or import
 };
 
 }  // namespace calltrace
