@@ -6,8 +6,13 @@
 
 #include <zstd.h>
 
+#include <csignal>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "common/check.h"
 #include "core/log.h"
@@ -29,6 +34,23 @@ struct TraceWriter::Compressor {
   std::unique_ptr<ZSTD_CCtx, Free> ctx{ZSTD_createCCtx()};
   std::string out = std::string(ZSTD_CStreamOutSize(), '\0');
 };
+
+// What the tracer thread and the compressing thread share. Only the compressing
+// thread touches the compressor, the file and the write counters while it runs;
+// the tracer thread does after wait_behind().
+struct TraceWriter::Behind {
+  std::thread thread;
+  std::mutex m;
+  std::condition_variable changed;
+  std::deque<std::string> queue;   // buffers to compress, oldest first
+  std::vector<std::string> spare;  // buffers written, for reuse
+  bool busy = false;               // compressing a buffer taken off the queue
+  bool stop = false;
+};
+
+namespace {
+constexpr size_t kMaxQueued = 2;
+}  // namespace
 
 const char* TraceWriter::extension(Format f) { return f == Format::kZstd ? ".trace.zst" : ".trace"; }
 
@@ -86,6 +108,7 @@ Status TraceWriter::publish() {
 
 Status TraceWriter::rename_to(const std::string& path) {
   if (path == path_) return {};
+  wait_behind();
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     return Error::msg("cannot rename trace file " + path_ + " to " + path + ": something that is not a file is in the way");
@@ -97,6 +120,14 @@ Status TraceWriter::rename_to(const std::string& path) {
 
 TraceWriter::~TraceWriter() {
   flush();
+  if (behind_) {
+    {
+      std::lock_guard lock(behind_->m);
+      behind_->stop = true;
+    }
+    behind_->changed.notify_all();
+    behind_->thread.join();
+  }
   finish_frame();
   if (auto s = publish(); !s) log::error("{}", s.error().message);
   if (fd_ >= 0) ::close(fd_);
@@ -112,7 +143,7 @@ void TraceWriter::write(TraceRecord& r) {
 
 void TraceWriter::appended(uint64_t ts_ns) {
   if (pending_since_ == 0) pending_since_ = ts_ns ? ts_ns : 1;
-  if (buf_.size() >= kFlushAt || ts_ns >= pending_since_ + kMaxAgeNs) flush();
+  if (buf_.size() >= kFlushAt || ts_ns >= pending_since_ + kMaxAgeNs) flush(/*wait=*/false);
 }
 
 void TraceWriter::write_out(const char* p, size_t left) {
@@ -141,15 +172,66 @@ void TraceWriter::compress(const char* p, size_t n, int directive) {
   } while (remaining != 0);
 }
 
-void TraceWriter::flush() {
-  if (!zstd_) {
+void TraceWriter::flush(bool wait) {
+  if (zstd_ && !buf_.empty()) {
+    hand_off();
+  } else if (!zstd_) {
     write_out(buf_.data(), buf_.size());
-  } else if (!buf_.empty()) {
-    // ZSTD_e_flush: everything given so far becomes decodable from what is written.
-    compress(buf_.data(), buf_.size(), ZSTD_e_flush);
+    buf_.clear();
   }
-  buf_.clear();
   pending_since_ = 0;
+  if (wait) wait_behind();
+}
+
+void TraceWriter::hand_off() {
+  if (!behind_) {
+    behind_ = std::make_unique<Behind>();
+    // The thread takes no signal: they are the tracer thread's (its waits end on them).
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    behind_->thread = std::thread([this] { run_behind(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  Behind& b = *behind_;
+  std::unique_lock lock(b.m);
+  b.changed.wait(lock, [&] { return b.queue.size() < kMaxQueued; });
+  b.queue.push_back(std::move(buf_));
+  buf_.clear();
+  if (!b.spare.empty()) {
+    buf_ = std::move(b.spare.back());
+    b.spare.pop_back();
+  }
+  lock.unlock();
+  b.changed.notify_all();
+  if (buf_.capacity() < kFlushAt) buf_.reserve(kFlushAt + 4096);
+}
+
+void TraceWriter::wait_behind() {
+  if (!behind_) return;
+  Behind& b = *behind_;
+  std::unique_lock lock(b.m);
+  b.changed.wait(lock, [&] { return b.queue.empty() && !b.busy; });
+}
+
+void TraceWriter::run_behind() {
+  Behind& b = *behind_;
+  std::unique_lock lock(b.m);
+  for (;;) {
+    b.changed.wait(lock, [&] { return b.stop || !b.queue.empty(); });
+    if (b.queue.empty()) return;  // stopping, and everything is written
+    std::string buf = std::move(b.queue.front());
+    b.queue.pop_front();
+    b.busy = true;
+    lock.unlock();
+    // ZSTD_e_flush: everything given so far becomes decodable from what is written.
+    compress(buf.data(), buf.size(), ZSTD_e_flush);
+    buf.clear();
+    lock.lock();
+    b.busy = false;
+    b.spare.push_back(std::move(buf));
+    b.changed.notify_all();
+  }
 }
 
 void TraceWriter::finish_frame() {

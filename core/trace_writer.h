@@ -16,8 +16,16 @@
 // same lines. Every flush() ends a zstd block (ZSTD_e_flush), so what is on disk
 // always decompresses up to the last flush: a trace cut short reads like a plain one
 // cut at that point. The frame is ended (ZSTD_e_end) when the writer is destroyed.
+//
+// Compressing costs more than formatting: a compressed trace's full buffers are
+// compressed and written by a thread of the writer's own (started at the first
+// such buffer), while the tracer thread goes on formatting into another buffer. At
+// most two buffers wait for it (then the tracer waits). flush() waits until all is
+// on disk unless told not to (the aged buffers of the event loop); so do publish(),
+// rename_to() and the destructor.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,18 +65,22 @@ class TraceWriter {
     buf_.push_back('\n');
     appended(ts_ns);
   }
-  void flush();
+  // Writes what is buffered; wait: returns once it is on disk (else a compressed
+  // trace's buffer may still be on its way).
+  void flush(bool wait = true);
   // The timestamp of the oldest record not yet written to the file; 0 when none is.
   uint64_t pending_since() const { return pending_since_; }
   const std::string& path() const { return path_; }
   uint64_t records() const { return seq_; }
   // Bytes written to the file so far (compressed size for a .trace.zst).
-  uint64_t bytes_written() const { return bytes_written_; }
+  // All of them after flush().
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
   // Called by the destructor once the file is complete, with its final name and size.
   void on_close(std::function<void(const TraceWriter&)> f) { on_close_ = std::move(f); }
 
  private:
   struct Compressor;
+  struct Behind;
   TraceWriter(int fd, std::string path, Format format);
   void finish_frame();
   // A line was appended: flushes when the buffer is full or its oldest line too old.
@@ -77,14 +89,20 @@ class TraceWriter {
   // ZSTD_EndDirective (zstd.h stays out of this header).
   void compress(const char* p, size_t n, int directive);
   void write_out(const char* p, size_t n);
+  // Hands the buffer to the compressing thread (starting it) and takes an empty one.
+  void hand_off();
+  // Returns once the compressing thread has written every buffer handed to it.
+  void wait_behind();
+  void run_behind();  // the compressing thread
   int fd_;
   std::string path_;
   std::string tmp_path_;  // the file's name until publish(); empty after
   std::string buf_;
   std::unique_ptr<Compressor> zstd_;  // null for a plain trace
+  std::unique_ptr<Behind> behind_;    // the compressing thread, once started
   uint64_t seq_ = 0;
   uint64_t pending_since_ = 0;
-  uint64_t bytes_written_ = 0;
+  std::atomic<uint64_t> bytes_written_ = 0;  // written by the compressing thread too
   bool failed_ = false;
   std::function<void(const TraceWriter&)> on_close_;
 };

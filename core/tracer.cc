@@ -164,7 +164,7 @@ uint64_t Tracer::flush_aged_traces(uint64_t now) {
   for (auto& [pid, p] : procs_) {
     if (!p->trace || !p->trace->pending_since()) continue;
     uint64_t d = p->trace->pending_since() + TraceWriter::kMaxAgeNs;
-    if (d <= now) p->trace->flush();
+    if (d <= now) p->trace->flush(/*wait=*/false);
     else if (!due || d < due) due = d;
   }
   return due;
