@@ -13,22 +13,31 @@ namespace ft {
 
 namespace {
 
+// (pointer and length: the iterator form of append goes through replace, which costs
+// more on this hot path)
 void append_u64(std::string& out, uint64_t v) {
   char buf[24];
   auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, res.ptr);
+  out.append(buf, static_cast<size_t>(res.ptr - buf));
 }
 
 void append_i64(std::string& out, int64_t v) {
   char buf[24];
   auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, res.ptr);
+  out.append(buf, static_cast<size_t>(res.ptr - buf));
 }
 
 void append_hex(std::string& out, uint64_t v) {
-  char buf[24] = {'0', 'x'};
-  auto res = std::to_chars(buf + 2, buf + sizeof buf, v, 16);  // lowercase digits
-  out.append(buf, res.ptr);
+  // "0x" and the digits without leading zeros (lowercase), filled from the end.
+  char buf[18];
+  char* p = buf + sizeof buf;
+  do {
+    *--p = kHexDigits[v & 15];
+    v >>= 4;
+  } while (v);
+  *--p = 'x';
+  *--p = '0';
+  out.append(p, static_cast<size_t>(buf + sizeof buf - p));
 }
 
 // Bytes written as they are inside a quoted string.

@@ -146,8 +146,7 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
     c.return_to = r.real_ret;
     if (deferred) {
       c.deferred = true;
-      std::memcpy(c.fp.xmm_space, &deferred->xmm0, sizeof deferred->xmm0);
-      c.fp_valid = true;
+      c.deferred_xmm0 = deferred->xmm0;
     }
     host_.ret(c, fn);
     ++stats_.returns;
@@ -162,7 +161,6 @@ void EventReporter::call(Process& p, Thread& t, const Registers& regs, uint64_t 
   c.call_pc = call_pc;
   if (deferred) {
     c.deferred = true;
-    c.fp_valid = true;  // declared as not read: zeros
     c.recorded_caller = caller;
     c.recorded_frames = stack;
   }

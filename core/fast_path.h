@@ -99,6 +99,7 @@ class FastPath {
       runs.clear();
     }
     const uint64_t* words_of(const Recorded& r) const { return words.data() + r.words_at; }
+    uint64_t* words_of(const Recorded& r) { return words.data() + r.words_at; }
   };
   // The most words a record is read with (a call's slot, return address, arguments
   // and stack words).

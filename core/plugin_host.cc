@@ -92,6 +92,7 @@ void host_print(ft_ctx* c, const char* line) { plugin_host().print(*c, line); }
 
 uint64_t host_fp_arg(ft_ctx* c, unsigned i) {
   if (i >= 8 || !c->thread) return 0;
+  if (c->deferred) return i == 0 ? c->deferred_xmm0 : 0;  // only what was recorded
   if (!c->fp_valid) {
     auto fp = ptrace::get_fp_regs(c->thread->tid);
     if (!fp) return 0;

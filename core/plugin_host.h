@@ -25,7 +25,7 @@ struct ft_ctx {
   const ft::Registers* regs = nullptr;
   uint64_t now_ns = 0;
   unsigned depth = 0;
-  user_fpregs_struct fp{};  // fetched on first use (ft_host_api.fp_arg)
+  user_fpregs_struct fp;  // fetched on first use (ft_host_api.fp_arg); not cleared: 512 bytes per event
   bool fp_valid = false;
   // Where a backtrace starts: at a call, the traced function's entry (its own frame is
   // left out); at a return, the real return address (regs->ip is the trampoline).
@@ -39,6 +39,7 @@ struct ft_ctx {
   // A return handled in the process, reported later (fast_return.h): only the return
   // registers are known; memory and the stack have moved on.
   bool deferred = false;
+  uint64_t deferred_xmm0 = 0;  // a deferred return's xmm0 (its other registers read as zeros)
   // A call recorded in the process: the return address it was called with (the one
   // frame a backtrace of it can have).
   ft::RemoteAddr recorded_caller;

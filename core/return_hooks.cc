@@ -274,7 +274,7 @@ void ReturnHooks::report_in_order(std::vector<Ret>& rets, FastPath::RecordedBatc
   }
 }
 
-void ReturnHooks::report_recorded(const FastPath::Recorded& e, const uint64_t* words, uint64_t now) {
+void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t* words, uint64_t now) {
   Thread& t = *e.thread;
   Process& p = *t.process;
   if (e.fn >= p.space.functions.size()) return;  // not a record of ours: the program wrote there
@@ -314,9 +314,9 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, const uint64_t* w
     std::span<const uint64_t> stack;
     if (e.nwords > FT_REC_CALL_ARGS + nargs)
       stack = {words + FT_REC_CALL_ARGS + nargs, e.nwords - FT_REC_CALL_ARGS - nargs};
-    std::vector<uint64_t> frames(stack.begin(), stack.end());
-    if (!frames.empty()) frames[0] = caller.value();  // the hook of a tail call is not a caller
-    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true, caller, frames);
+    // The hook of a tail call is not a caller.
+    if (!stack.empty()) words[FT_REC_CALL_ARGS + nargs] = caller.value();
+    report_.call(p, t, regs, now, depth, fn, fn.address, /*deferred=*/true, caller, stack);
     return;
   }
   if (e.kind != FT_REC_RETURN) return;

@@ -75,7 +75,8 @@ class ReturnHooks {
   // sync() for the blocks of returns handled by the threads' stubs only.
   void sync_blocks(Thread& t);
   // A call or return the process recorded (FastPath::collect), in its turn.
-  void report_recorded(const FastPath::Recorded& e, const uint64_t* words, uint64_t now);
+  // words: the record's, in the batch (changed in place where a report needs it).
+  void report_recorded(const FastPath::Recorded& e, uint64_t* words, uint64_t now);
   // A stub's return, for the thread that made it.
   struct Ret {
     Thread* t;
