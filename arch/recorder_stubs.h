@@ -62,12 +62,16 @@ struct RecorderStubs {
   // Enters trap_fn (ft_recorder_trap) with the region's header added to the kernel's
   // arguments.
   SignalCode (*trap_handler)(uint64_t region, uint64_t trap_fn);
-  // A system call functracer makes the thread run, followed by code that puts every
-  // register back as in `saved` and goes on where the thread was (a system call it was
-  // stopped in restarted as the kernel would): placed at `at`. functracer stops the
-  // thread at the call's exit and puts the registers back itself; should it die
-  // before, the thread does it alone.
-  std::vector<uint8_t> (*resume_after_syscall)(const Registers& saved, uint64_t at);
+  // What comes first in a resume block (resume_block).
+  enum class ResumeAfter { kSyscall, kTrap };
+  // A system call functracer makes the thread run (kSyscall), or the trap a function
+  // functracer calls in the thread returns onto (kTrap), followed by code that puts
+  // every register back as in `saved` and goes on where the thread was (a system call
+  // it was stopped in restarted as the kernel would): placed at `at`. functracer stops
+  // the thread at the call's exit (at the trap) and puts the registers back itself;
+  // should it die before, the thread does it alone (after the trap: sent past it by
+  // the program's SIGTRAP handler, survival::note_resume).
+  std::vector<uint8_t> (*resume_block)(const Registers& saved, uint64_t at, ResumeAfter first);
   // Registers stopped inside a system call the kernel would restart (no handler runs):
   // changed to run it again from its instruction, as the kernel's restart does. The
   // restart itself happens only on the way out of a signal stop, not of the exit stop

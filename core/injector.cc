@@ -7,6 +7,7 @@
 #include "arch/arch.h"
 #include "core/fast_path.h"
 #include "core/ptrace.h"
+#include "core/survival.h"
 #include "core/tracee_guards.h"
 #include "core/wait_status.h"
 
@@ -23,32 +24,19 @@ Result<uint64_t> Injector::syscall(Thread& t, Registers& saved, RemoteAddr stub,
   r.set_no_restart();
   // An attached program must outlive functracer: the system call is followed by code
   // that puts the registers back should functracer die before it does.
-  Process& p = *t.process;
-  const arch::RecorderStubs* stubs = arch::host().recorder;
-  if (p.attached && stubs && p.space.resume_code.null() && !p.space.areas.empty() &&
-      p.space.areas.front()->next_offset() + kResumeBytes <= SsolArea::kSize)
-    p.space.resume_code = p.space.areas.front()->allocate(kResumeBytes);
-  if (p.attached && stubs && !p.space.resume_code.null()) {
-    // A thread stopped at one of functracer's traps, which functracer has not handled
-    // yet, takes it again should functracer die during the call (the SIGTRAP handler
-    // then sends it on): the trap's signal is used up once the thread runs it.
-    Registers alone = saved;
-    if (RemoteAddr trap = arch::host().trap_address(saved.ip()); p.space.is_our_trap(trap)) alone.set_ip(trap);
-    auto code = stubs->resume_after_syscall(alone, p.space.resume_code.value());
-    if (code.size() <= kResumeBytes && p.mem().write(p.space.resume_code, code)) {
-      // Back from a system call's exit stop, a call the thread was stopped in is
-      // restarted by hand (see restart_syscall).
-      Registers back = saved;
-      stubs->restart_syscall(back);
-      RegisterGuard guard(t.tid, back);
-      r.set_ip(p.space.resume_code);
-      if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
-      auto after = run_to_syscall_exit(t, p.space.resume_code + static_cast<int64_t>(sc.insn_size));
-      if (!after) return after.error();
-      if (auto s = guard.restore(); !s) return s.error();
-      saved = back;  // what the caller writes back later must not undo the restart
-      return after->get(sc.ret);
-    }
+  if (RemoteAddr block = write_resume_block(t, saved, arch::RecorderStubs::ResumeAfter::kSyscall); !block.null()) {
+    // Back from a system call's exit stop, a call the thread was stopped in is
+    // restarted by hand (see restart_syscall).
+    Registers back = saved;
+    arch::host().recorder->restart_syscall(back);
+    RegisterGuard guard(t.tid, back);
+    r.set_ip(block);
+    if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+    auto after = run_to_syscall_exit(t, block + static_cast<int64_t>(sc.insn_size));
+    if (!after) return after.error();
+    if (auto s = guard.restore(); !s) return s.error();
+    saved = back;  // what the caller writes back later must not undo the restart
+    return after->get(sc.ret);
   }
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
@@ -66,6 +54,13 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
   const arch::Traits& host = arch::host();
   const arch::CallConvention& cc = host.call;
   RemoteAddr ret = p.space.areas.front()->call_return();
+  // An attached program must outlive functracer: should it die before fn returns, the
+  // program's SIGTRAP handler sends the thread past the trap, to code that puts its
+  // registers back.
+  if (RemoteAddr block = write_resume_block(t, saved, arch::RecorderStubs::ResumeAfter::kTrap); !block.null()) {
+    ret = block;
+    survival::note_resume(p, block, block + static_cast<int64_t>(host.trap.size()));
+  }
   RemoteAddr sp(cc.call_sp(saved.sp().value()));
   Registers r = saved;
   if (cc.return_address == arch::CallConvention::ReturnAddress::Pushed) {
@@ -84,6 +79,24 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
   if (!after) return after.error();
   if (auto s = guard.restore(); !s) return s.error();
   return after->ret();
+}
+
+RemoteAddr Injector::write_resume_block(Thread& t, const Registers& saved, arch::RecorderStubs::ResumeAfter first) {
+  Process& p = *t.process;
+  const arch::RecorderStubs* stubs = arch::host().recorder;
+  if (!p.attached || !stubs) return {};
+  if (p.space.resume_code.null() && !p.space.areas.empty() &&
+      p.space.areas.front()->next_offset() + kResumeBytes <= SsolArea::kSize)
+    p.space.resume_code = p.space.areas.front()->allocate(kResumeBytes);
+  if (p.space.resume_code.null()) return {};
+  // A thread stopped at one of functracer's traps, which functracer has not handled
+  // yet, takes it again should functracer die meanwhile (the SIGTRAP handler then
+  // sends it on): the trap's signal is used up once the thread runs it.
+  Registers alone = saved;
+  if (RemoteAddr trap = arch::host().trap_address(saved.ip()); p.space.is_our_trap(trap)) alone.set_ip(trap);
+  auto code = stubs->resume_block(alone, p.space.resume_code.value(), first);
+  if (code.size() > kResumeBytes || !p.mem().write(p.space.resume_code, code)) return {};
+  return p.space.resume_code;
 }
 
 Status Injector::settle_after_exec(Thread& t, Registers& regs) {

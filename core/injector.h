@@ -34,13 +34,15 @@ class Injector {
   // System call nr with args through the `syscall; int3` at stub; t's registers are
   // `saved` before and after. Returns the kernel's return value (-errno on failure).
   // An attached thread runs it followed by code that restores its registers should
-  // functracer die meanwhile (RecorderStubs::resume_after_syscall); a system call it
+  // functracer die meanwhile (RecorderStubs::resume_block); a system call it
   // was stopped in is then restarted by hand, and `saved` says so (write it back, not
   // an older copy).
   Result<uint64_t> syscall(Thread& t, Registers& saved, RemoteAddr stub, long nr,
                            std::initializer_list<uint64_t> args);
   // Calls fn(arg) in t (registers `saved`) below its red zone, returning onto the
-  // process's call-return int3; returns what fn returned.
+  // process's call-return int3; returns what fn returned. An attached thread returns
+  // instead onto a trap followed by code that restores its registers, which the
+  // program's SIGTRAP handler sends it to should functracer die meanwhile.
   Result<uint64_t> call(Thread& t, const Registers& saved, RemoteAddr fn, uint64_t arg);
   // At the PTRACE_EVENT_EXEC stop the thread is still inside execve: registers set now
   // would have rax overwritten by execve's return value on the way out. Lets it return
@@ -57,10 +59,13 @@ class Injector {
   // Resumes t (at an injected system call) until the call's exit stop (the pc just
   // after the system call instruction is after_insn).
   Result<Registers> run_to_syscall_exit(Thread& t, RemoteAddr after_insn);
-  // Bytes of an area set aside for the resume code of injected system calls.
+  // Bytes of an area set aside for the resume code of injected system calls and calls.
   static constexpr uint64_t kResumeBytes = 320;
 
  private:
+  // Writes a resume block (RecorderStubs::resume_block) for t, attached, stopped at
+  // `saved`; its address, or null when the process has none (not attached, no room).
+  RemoteAddr write_resume_block(Thread& t, const Registers& saved, arch::RecorderStubs::ResumeAfter first);
   // The next stop of t; an exit or a death is left for the main loop and is an error
   // (`running`: what the thread ran).
   Result<WaitStatus> next_stop(Thread& t, const char* running);

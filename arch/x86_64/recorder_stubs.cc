@@ -191,7 +191,7 @@ void restart_syscall(Registers& r) {
   s.orig_rax = static_cast<uint64_t>(-1);
 }
 
-std::vector<uint8_t> resume_after_syscall(const Registers& saved, uint64_t at) {
+std::vector<uint8_t> resume_block(const Registers& saved, uint64_t at, RecorderStubs::ResumeAfter first) {
   Registers restarted = saved;
   restart_syscall(restarted);
   const user_regs_struct& s = restarted.raw;
@@ -211,7 +211,10 @@ std::vector<uint8_t> resume_after_syscall(const Registers& saved, uint64_t at) {
     e.bytes({0, 0, 0, 0});
     fixups.emplace_back(e.size(), index);
   };
-  e.bytes({0x0f, 0x05});                                // syscall
+  if (first == RecorderStubs::ResumeAfter::kSyscall)
+    e.bytes({0x0f, 0x05});  // syscall
+  else
+    e.bytes({0xcc});  // int3
   e.bytes({0x48, 0x8d, 0xa4, 0x24, 0x00, 0xff, 0xff, 0xff});  // lea rsp, [rsp-256]: below the red zone
   e.bytes({0xff, 0x35});                                // push qword [rip + flags]
   rip_operand(0);
@@ -248,7 +251,7 @@ size_t flags_transfer(std::span<const uint8_t> code, int& dir) {
 
 }  // namespace
 
-const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, trap_handler, resume_after_syscall, restart_syscall, flags_transfer, 49, 0x100,
+const RecorderStubs kX86_64RecorderStubs = {entry_trampoline, return_stub, trap_handler, resume_block, restart_syscall, flags_transfer, 49, 0x100,
                                             /*kept_copy_gap*/ 14 + kStopGapAfterJump};
 
 }  // namespace ft::arch
