@@ -331,12 +331,14 @@ bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module&
   }
   // The stop path's trap is in the guard's table before anything can reach it.
   survival::note_resume(p, tramp + static_cast<int64_t>(code.slow_trap), tramp + static_cast<int64_t>(code.stop_resume));
-  pass.code(at, plan.patch, [this, &p, at, addr, fn_id, report_undone](const std::string& why) {
+  bool kept_first = plan.patch_offset > 0;
+  pass.code(at, plan.patch, [this, &p, at, addr, fn_id, report_undone, kept_first](const std::string& why) {
     RecorderSpace& space = p.space.recorder;
     if (const EntryPatchSite* s = space.patch_at_entry(addr)) p.space.breakpoints.erase(s->slow_trap);
     space.remove_patch(at);
     --patched_;
     --stats_.patched;
+    if (kept_first) --stats_.patched_entry_kept;
     if (report_undone) report_untraced(p, p.space.functions[fn_id].demangled, addr.value(), why);
   });
   EntryPatchSite s;
@@ -359,7 +361,7 @@ bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module&
   rs.add_patch(std::move(s));
   ++patched_;
   ++stats_.patched;
-  if (plan.patch_offset > 0) ++stats_.patched_entry_kept;
+  if (kept_first) ++stats_.patched_entry_kept;
   return true;
 }
 
