@@ -39,6 +39,8 @@ namespace ft::sdk {
 // The fields of one record, kept until it is written. Keys must be string literals
 // (or otherwise outlive the builder); string values are copied unless given as
 // NUL-terminated C strings, lists are not copied (they must live until write()).
+// Built for every event: nothing is cleared or constructed per field that is not used,
+// and copied strings share one buffer.
 class RecordBuilder {
  public:
   static constexpr size_t kMaxFields = 16;
@@ -48,10 +50,13 @@ class RecordBuilder {
     return *this;
   }
   RecordBuilder& str(const char* key, std::string_view s) {
-    if (n_ == kMaxFields) return *this;
-    std::string& copy = strings_[n_];
-    copy.assign(s.data(), s.size());
-    return str(key, copy.c_str());
+    ft_field* f = add(key, FT_FIELD_STRING);
+    if (!f) return *this;
+    // Where the copy is in text_ (which may move as it grows): pointed at in settle().
+    f->i = kCopied;
+    f->u = text_.size();
+    text_.append(s.data(), s.size()).push_back('\0');
+    return *this;
   }
   RecordBuilder& str(const char* key, const std::string& s) { return str(key, s.c_str()); }
   RecordBuilder& integer(const char* key, int64_t v) {
@@ -77,12 +82,19 @@ class RecordBuilder {
     return *this;
   }
 
-  const ft_field* data() const { return fields_; }
+  const ft_field* data() const {
+    settle();
+    return fields_;
+  }
   size_t size() const { return n_; }
 
-  void write(const ft_host_api* host, ft_ctx* ctx, const char* type) const { host->record(ctx, type, fields_, n_); }
+  void write(const ft_host_api* host, ft_ctx* ctx, const char* type) const {
+    settle();
+    host->record(ctx, type, fields_, n_);
+  }
 
  private:
+  static constexpr int64_t kCopied = 1;  // in a string field's i: its text is in text_
   // The next field, or NULL when all are used (more would be a plugin bug: dropped).
   ft_field* add(const char* key, ft_field_kind kind) {
     if (n_ == kMaxFields) return nullptr;
@@ -92,8 +104,12 @@ class RecordBuilder {
     f.kind = kind;
     return &f;
   }
-  ft_field fields_[kMaxFields] = {};
-  std::string strings_[kMaxFields];
+  void settle() const {
+    for (size_t i = 0; i < n_; ++i)
+      if (fields_[i].kind == FT_FIELD_STRING && fields_[i].i == kCopied) fields_[i].s = text_.data() + fields_[i].u;
+  }
+  mutable ft_field fields_[kMaxFields];  // the first n_ are set
+  std::string text_;
   size_t n_ = 0;
 };
 

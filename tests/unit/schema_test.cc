@@ -210,6 +210,27 @@ TEST(Schema, ModuleRecordLineAndBack) {
   EXPECT_FALSE(plain->deleted);
 }
 
+// Copied strings share one buffer that moves as it grows: every field still points
+// at its own text, read before and after more fields are added.
+TEST(Schema, RecordBuilderKeepsEveryCopiedString) {
+  sdk::RecordBuilder b;
+  std::vector<std::string> texts;
+  for (int i = 0; i < 12; ++i) texts.push_back(std::string(40 + 30 * i, static_cast<char>('a' + i)));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    b.str("k", std::string_view(texts[i]));
+    if (i == 3) {
+      ASSERT_EQ(b.size(), 4u);
+      EXPECT_EQ(std::string(b.data()[0].s), texts[0]);
+    }
+  }
+  b.str("c", "literal").integer("n", -5);
+  ASSERT_EQ(b.size(), 14u);
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(std::string(b.data()[i].s), texts[i]) << "field " << i;
+  EXPECT_STREQ(b.data()[12].s, "literal");
+  EXPECT_EQ(b.data()[13].i, -5);
+  EXPECT_EQ(b.data()[13].kind, FT_FIELD_INT);
+}
+
 // The SDK's builder gives the host the fields the engine's writer would record.
 TEST(Schema, RecordBuilderMatchesTheEnginesWriter) {
   std::vector<uint64_t> frames = {0x1, 0x2};
