@@ -355,7 +355,9 @@ def sigkill_rounds(ck, rng, binary, tmp, rounds):
     cut_checked = False
     for n in range(1, rounds + 1):
         follow = n % 2 == 0
-        wait = delay(rng, startup_share=0.3, short=0.05, long=1.5)
+        # Up to 0.6 s: each trace is read back whole (dump --json, reports), and the
+        # program records about 1.5 million events a second.
+        wait = delay(rng, startup_share=0.3, short=0.05, long=0.6)
         label = f"sigkill {n} ({'-f family' if follow else 'program'}, after {wait * 1000:.0f} ms)"
         outdir = os.path.join(tmp, f"sigkill-{n}")
         cmd = [h.functracer(), "-q", "-e", "calltrace", "-e", "memtrace", "-a", "ir_*", "--uncompressed", "-o", outdir]
