@@ -6,8 +6,8 @@
 
 #include <zstd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <condition_variable>
 #include <cstring>
 #include <deque>

@@ -43,7 +43,7 @@ namespace ft::sdk {
 // and copied strings share one buffer.
 class RecordBuilder {
  public:
-  static constexpr size_t kMaxFields = 16;
+  static constexpr size_t kMaxFields = 16;  // at most 32 (copied_ is a bit mask)
 
   RecordBuilder& str(const char* key, const char* s) {
     if (ft_field* f = add(key, FT_FIELD_STRING)) f->s = s;
@@ -53,8 +53,8 @@ class RecordBuilder {
     ft_field* f = add(key, FT_FIELD_STRING);
     if (!f) return *this;
     // Where the copy is in text_ (which may move as it grows): pointed at in settle().
-    f->i = kCopied;
-    f->u = text_.size();
+    copied_ |= 1u << (n_ - 1);
+    text_at_[n_ - 1] = text_.size();
     text_.append(s.data(), s.size()).push_back('\0');
     return *this;
   }
@@ -94,7 +94,6 @@ class RecordBuilder {
   }
 
  private:
-  static constexpr int64_t kCopied = 1;  // in a string field's i: its text is in text_
   // The next field, or NULL when all are used (more would be a plugin bug: dropped).
   ft_field* add(const char* key, ft_field_kind kind) {
     if (n_ == kMaxFields) return nullptr;
@@ -106,10 +105,12 @@ class RecordBuilder {
   }
   void settle() const {
     for (size_t i = 0; i < n_; ++i)
-      if (fields_[i].kind == FT_FIELD_STRING && fields_[i].i == kCopied) fields_[i].s = text_.data() + fields_[i].u;
+      if (copied_ & (1u << i)) fields_[i].s = text_.data() + text_at_[i];
   }
   mutable ft_field fields_[kMaxFields];  // the first n_ are set
-  std::string text_;
+  std::string text_;                     // the copied strings, each NUL-terminated
+  size_t text_at_[kMaxFields];           // where field i's copy is, if copied_ says so
+  uint32_t copied_ = 0;                  // bit i: field i's string is in text_
   size_t n_ = 0;
 };
 
