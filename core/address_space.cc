@@ -20,6 +20,7 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   c.trampoline = trampoline;
   c.resume_code = resume_code;
   c.r_debug = r_debug;
+  c.shadow_stack = shadow_stack;
   c.return_addresses = return_addresses;
   // The stubs are in the copy too.
   c.fast_stubs = fast_stubs;
@@ -67,6 +68,7 @@ void AddressSpace::reset() {
   ifunc_impls.clear();
   trampoline = RemoteAddr();
   r_debug = RemoteAddr();
+  shadow_stack = false;
   scratch = RemoteAddr();
   resume_code = RemoteAddr();
   return_addresses.clear();

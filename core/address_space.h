@@ -179,6 +179,9 @@ class AddressSpace {
   std::unordered_map<RemoteAddr, int> fast_stub_slot;  // stub address -> block
   RecorderSpace recorder;                // the in-process recorder (fast_path.h)
   RemoteAddr r_debug;                    // the dynamic linker's struct r_debug, if known
+  // The process runs, or may run, with a shadow stack (x86 CET): a return address
+  // written on its stack would end it, so returns are caught at their sites.
+  bool shadow_stack = false;
   std::unique_ptr<Backtracer> unwinder;  // created at the first backtrace
   // Words at an entry's [sp] found to be return addresses (the bytes before them are a
   // call, arch/call_sites.h); forgotten when a module goes away.

@@ -129,6 +129,7 @@ class Loader {
   Status load();
 
   bool is_dyn = false, has_symtab = false, go = false;
+  bool shadow_stack = false;  // GNU_PROPERTY_X86_FEATURE_1_SHSTK
   uint16_t machine = 0;
   uint64_t entry = 0;
   std::string interp, build_id, debuglink;
@@ -159,8 +160,11 @@ class Loader {
   Status load_plt();
   Status read_slots(const Section& rela, bool is_rela_plt, SlotMap& slots,
                     std::vector<Slot>& plt_order);
-  void load_build_id();
-  bool build_id_from(Elf_Data* data);
+  // The build id and the GNU properties (NT_GNU_PROPERTY_TYPE_0) from the note
+  // sections, or the PT_NOTE segments of a file without section headers.
+  void load_notes();
+  bool read_notes(Elf_Data* data);  // whether data held either
+  void read_properties(std::span<const unsigned char> desc);
   void load_debuglink();
 
   const Section* section_at(size_t index) const {
@@ -200,7 +204,7 @@ Status Loader::load() {
   if (Status st = load_sections(eh); !st) return st;
   if (Status st = load_symbols(); !st) return st;
   if (Status st = load_plt(); !st) return st;
-  load_build_id();
+  load_notes();
   load_debuglink();
   // The Go linker's sections: the pc-line table, the build information and the Go
   // build id note (gccgo's code is C-like and has none of them).
@@ -561,35 +565,61 @@ Status Loader::load_plt() {
   return {};
 }
 
-bool Loader::build_id_from(Elf_Data* data) {
+bool Loader::read_notes(Elf_Data* data) {
   if (data == nullptr || data->d_buf == nullptr) return false;
   size_t offset = 0, name_off = 0, desc_off = 0;
   GElf_Nhdr nh;
+  bool found = false;
   while (offset < data->d_size) {
     size_t next = gelf_getnote(data, offset, &nh, &name_off, &desc_off);
     if (next == 0 || next <= offset) break;
     const auto* base = static_cast<const unsigned char*>(data->d_buf);
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
-        std::memcmp(base + name_off, "GNU", 4) == 0) {
+    bool gnu = nh.n_namesz == 4 && std::memcmp(base + name_off, "GNU", 4) == 0;
+    if (gnu && nh.n_type == NT_GNU_BUILD_ID && nh.n_descsz > 0 && build_id.empty()) {
       build_id = bytes_to_hex({base + desc_off, nh.n_descsz});
-      return true;
+      found = true;
+    } else if (gnu && nh.n_type == NT_GNU_PROPERTY_TYPE_0) {
+      read_properties({base + desc_off, nh.n_descsz});
+      found = true;
     }
     offset = next;
   }
-  return false;
+  return found;
 }
 
-void Loader::load_build_id() {
+void Loader::read_properties(std::span<const unsigned char> desc) {
+  // Properties: {u32 type, u32 size, data, padding to 8 bytes (4 in a 32-bit file)}.
+  size_t align = gelf_getclass(elf_) == ELFCLASS64 ? 8 : 4;
+  size_t at = 0;
+  while (at + 8 <= desc.size()) {
+    uint32_t type = 0, size = 0;
+    std::memcpy(&type, desc.data() + at, 4);
+    std::memcpy(&size, desc.data() + at + 4, 4);
+    at += 8;
+    if (size > desc.size() - at) return;
+    if (type == GNU_PROPERTY_X86_FEATURE_1_AND && size >= 4 &&
+        (machine == EM_X86_64 || machine == EM_386)) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, desc.data() + at, 4);
+      shadow_stack = (bits & GNU_PROPERTY_X86_FEATURE_1_SHSTK) != 0;
+    }
+    at += (size + align - 1) / align * align;
+  }
+}
+
+void Loader::load_notes() {
+  bool any = false;
   for (const Section& s : sections_) {
     if (s.shdr.sh_type != SHT_NOTE || s.shdr.sh_size == 0) continue;
-    if (build_id_from(elf_getdata(s.scn, nullptr))) return;
+    any |= read_notes(elf_getdata(s.scn, nullptr));
   }
+  if (any) return;
   // No section headers (or no note sections): look in the PT_NOTE segments.
   for (const GElf_Phdr& ph : note_segments_) {
     if (ph.p_filesz == 0 || !fits(ph.p_offset, ph.p_filesz, file_size_)) continue;
     Elf_Data* data = elf_getdata_rawchunk(elf_, static_cast<int64_t>(ph.p_offset), ph.p_filesz,
                                           ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-    if (build_id_from(data)) return;
+    (void)read_notes(data);
   }
 }
 
@@ -739,6 +769,7 @@ Result<std::unique_ptr<ElfImage>> ElfImage::open(const std::string& path) {
   image->is_dyn_ = loader.is_dyn;
   image->has_symtab_ = loader.has_symtab;
   if (loader.go) image->walker_ = StackWalker::Go;
+  image->shadow_stack_ = loader.shadow_stack;
   image->machine_ = loader.machine;
   image->entry_ = loader.entry;
   image->init_ = loader.init_addr;

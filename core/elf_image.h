@@ -7,7 +7,8 @@
 //  - synthetic "NAME@plt" symbols for PLT stubs (.plt / .plt.sec, from .rela.plt);
 //  - the ELF type (ET_EXEC: addresses are absolute; ET_DYN: add the load bias, which
 //    common/load_bias.h computes from the PT_LOAD segments and a mapping), entry point,
-//    PT_INTERP, PT_LOAD segments, build-id (NT_GNU_BUILD_ID, hex), and .gnu_debuglink.
+//    PT_INTERP, PT_LOAD segments, build-id (NT_GNU_BUILD_ID, hex), .gnu_debuglink and
+//    the x86 shadow stack marking (.note.gnu.property).
 //
 // Errors (missing file, not ELF, truncated or corrupt) are Results naming the path.
 #pragma once
@@ -58,6 +59,10 @@ class ElfImage {
   const std::vector<ElfSegment>& segments() const { return segments_; }
   uint16_t machine() const { return machine_; }              // EM_X86_64, EM_AARCH64
   bool has_symtab() const { return has_symtab_; }            // false: stripped
+  // Marked as fit for a shadow stack (x86 CET: GNU_PROPERTY_X86_FEATURE_1_SHSTK in its
+  // .note.gnu.property). glibc turns the shadow stack on at start-up when the
+  // executable and the libraries loaded with it all say so and the kernel offers it.
+  bool shadow_stack() const { return shadow_stack_; }
   // Built by the Go toolchain (.gopclntab, .go.buildinfo or the Go build id note): its
   // runtime moves goroutine stacks and walks them, so the stack is never written.
   bool is_go() const { return walker_ == StackWalker::Go; }
@@ -101,7 +106,7 @@ class ElfImage {
  private:
   ElfImage() = default;
   std::string path_, interp_, build_id_, debuglink_;
-  bool is_dyn_ = false, has_symtab_ = false;
+  bool is_dyn_ = false, has_symtab_ = false, shadow_stack_ = false;
   StackWalker walker_ = StackWalker::None;
   mutable std::once_flag demangled_once_;
   mutable std::vector<std::string> demangled_;

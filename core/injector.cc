@@ -73,9 +73,19 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
   r.set(cc.args[0], arg);
   if (cc.zero != arch::kNoReg) r.set(cc.zero, 0);
   r.set_no_restart();  // a thread stopped in a system call must not restart it here
+  // A thread running with a shadow stack (x86 CET) checks every return against it:
+  // the return address goes there too (ptrace may write shadow stack memory), and
+  // fn's return pops it. The shadow stack pointer is put back whatever happens.
+  auto ssp = ptrace::shadow_stack_pointer(t.tid);
+  if (ssp) {
+    if (auto s = p.mem().write_u64(RemoteAddr(*ssp - 8), ret.value()); !s)
+      return Error::msg("cannot write the return address on the shadow stack: " + s.error().message);
+    if (auto s = ptrace::set_shadow_stack_pointer(t.tid, *ssp - 8); !s) return s.error();
+  }
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
   auto after = run_to_trap(t, host.pc_after_trap(ret));
+  if (ssp) (void)ptrace::set_shadow_stack_pointer(t.tid, *ssp);
   if (!after) return after.error();
   if (auto s = guard.restore(); !s) return s.error();
   return after->ret();

@@ -22,6 +22,33 @@ std::string status_field(pid_t tid, std::string_view name) {
 
 pid_t tgid_of(pid_t tid) { return static_cast<pid_t>(std::atol(status_field(tid, "Tgid").c_str())); }
 
+bool features_say_shadow_stack(std::string_view features) {
+  size_t at = 0;
+  while (at < features.size()) {
+    size_t start = features.find_first_not_of(" \t", at);
+    if (start == std::string_view::npos) break;
+    size_t end = features.find_first_of(" \t", start);
+    if (end == std::string_view::npos) end = features.size();
+    if (features.substr(start, end - start) == "shstk") return true;
+    at = end;
+  }
+  return false;
+}
+
+bool shadow_stack_on(pid_t tid) { return features_say_shadow_stack(status_field(tid, "x86_Thread_features")); }
+
+bool kernel_offers_shadow_stacks() {
+  static const bool offered = [] {
+    if (const char* v = std::getenv("FT_ASSUME_SHADOW_STACKS"); v && std::string_view(v) == "1") return true;
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.starts_with("flags")) return (line + " ").find(" user_shstk ") != std::string::npos;
+    return false;
+  }();
+  return offered;
+}
+
 bool same_address_space(pid_t a, pid_t b) {
   long rc = ::syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);
   return rc == 0;

@@ -13,6 +13,15 @@ namespace ft {
 // is its private pending set), empty when there is none.
 std::string status_field(pid_t tid, std::string_view name);
 pid_t tgid_of(pid_t tid);                  // 0 when unknown
+// Whether thread tid runs with a shadow stack (x86 CET: "shstk" among the
+// x86_Thread_features of its status, Linux 6.6 and later).
+bool shadow_stack_on(pid_t tid);
+// Whether a status line of x86_Thread_features (the text after the colon) says shstk.
+bool features_say_shadow_stack(std::string_view features);
+// Whether this kernel on this CPU offers shadow stacks to programs (the user_shstk
+// flag of /proc/cpuinfo); FT_ASSUME_SHADOW_STACKS=1 says yes on any machine (to test
+// how functracer treats programs marked for them).
+bool kernel_offers_shadow_stacks();
 bool same_address_space(pid_t a, pid_t b);  // kcmp(2) KCMP_VM
 std::string read_link(const std::string& path);
 // The executable of a process, without the " (deleted)" of a file removed or replaced

@@ -1,6 +1,7 @@
 #include "core/ptrace.h"
 
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <string>
@@ -26,6 +27,8 @@ const char* request_name(__ptrace_request req) {
     case PTRACE_GETSIGINFO: return "GETSIGINFO";
     case PTRACE_SYSCALL: return "SYSCALL";
     case PTRACE_GET_SYSCALL_INFO: return "GET_SYSCALL_INFO";
+    case PTRACE_GETREGSET: return "GETREGSET";
+    case PTRACE_SETREGSET: return "SETREGSET";
     default: return "?";
   }
 }
@@ -77,6 +80,28 @@ Result<user_fpregs_struct> get_fp_regs(pid_t tid) {
   if (auto s = request(PTRACE_GETFPREGS, tid, nullptr, &fp); !s) return s.error();
   return fp;
 }
+
+namespace {
+constexpr unsigned kNtX86Shstk = 0x204;  // NT_X86_SHSTK (linux/elf.h)
+
+Status shadow_stack_regset(__ptrace_request req, pid_t tid, uint64_t& ssp) {
+#if defined(__x86_64__)
+  iovec io{&ssp, sizeof ssp};
+  return request(req, tid, as_data(kNtX86Shstk), &io);
+#else
+  (void)req, (void)tid, (void)ssp;
+  return Error::msg("no shadow stack on this machine");
+#endif
+}
+}  // namespace
+
+Result<uint64_t> shadow_stack_pointer(pid_t tid) {
+  uint64_t ssp = 0;
+  if (auto s = shadow_stack_regset(PTRACE_GETREGSET, tid, ssp); !s) return s.error();
+  return ssp;
+}
+
+Status set_shadow_stack_pointer(pid_t tid, uint64_t ssp) { return shadow_stack_regset(PTRACE_SETREGSET, tid, ssp); }
 
 Result<unsigned long> event_msg(pid_t tid) {
   unsigned long msg = 0;

@@ -39,6 +39,10 @@ Result<siginfo_t> siginfo(pid_t tid);
 // The information of the signal the thread is stopped for (delivered with it when the
 // thread is resumed with that signal).
 Status set_siginfo(pid_t tid, const siginfo_t& si);
+// The shadow stack pointer of a thread running with a shadow stack (x86 CET,
+// NT_X86_SHSTK; Linux 6.6): an error for any other thread, and on other machines.
+Result<uint64_t> shadow_stack_pointer(pid_t tid);
+Status set_shadow_stack_pointer(pid_t tid, uint64_t ssp);
 // PTRACE_GET_SYSCALL_INFO (Linux 5.3): what a syscall-stop is (entry or exit).
 Result<__ptrace_syscall_info> syscall_info(pid_t tid);
 

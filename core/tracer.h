@@ -142,6 +142,13 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   // Whether m's code belongs to a runtime that walks native stacks (ElfImage::
   // stack_walker): its returns are caught at its return instructions. Said once per file.
   bool walks_stacks(Module& m);
+  // Whether the process runs with a shadow stack (its status says so), or will once
+  // started (launched: its executable is marked for one and the kernel offers them);
+  // sets p.space.shadow_stack, never clears it. exe: the executable's file.
+  void check_shadow_stack(Process& p, const std::string& exe);
+  // Whether fn's returns are caught at their sites (--returns, the runtime, the
+  // shadow stack).
+  bool returns_at_sites(Process& p, Module& m);
   void plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
              const std::string& demangled, const Interest& in, unsigned hooks);
   // Breakpoints on the exits of the function traced at addr, when its returns are

@@ -95,6 +95,7 @@ Status Tracer::load_modules(Process& p, Thread& t, Registers& regs, const std::v
   for (const auto& m : mods)
     if (m.path == p.exe) main = &m;
   if (!main) return Error::msg("cannot find " + p.exe + " in the process's memory map");
+  check_shadow_stack(p, main->path);
   // The first area goes next to the executable; it holds the trampoline.
   auto main_copy = *main;
   load_module(p, t, regs, main_copy, true);
@@ -111,6 +112,7 @@ void Tracer::rescan_modules(Process& p, Thread& t, Registers& regs) {
   PassScope pass(p.space.pass, p.mem());  // every write in one pass (plant_pass.h)
   auto maps = read_maps(p.pid());
   if (!maps) return;
+  check_shadow_stack(p, p.exe);  // the dynamic linker may have turned it on since
   auto now = modules_from_maps(*maps);
   // Gone: forget their breakpoints without touching their memory.
   for (auto it = p.space.modules.begin(); it != p.space.modules.end();) {
@@ -228,6 +230,24 @@ bool Tracer::walks_stacks(Module& m) {
   return true;
 }
 
+void Tracer::check_shadow_stack(Process& p, const std::string& exe) {
+  if (p.space.shadow_stack || p.silent) return;
+  bool on = shadow_stack_on(p.pid());
+  bool may = false;
+  if (!on && !p.attached && kernel_offers_shadow_stacks())
+    if (auto img = elf_cache_.open(exe)) may = (*img)->shadow_stack();
+  if (!on && !may) return;
+  p.space.shadow_stack = true;
+  if (opts_.returns != Options::Returns::ReturnSites)
+    log::info("process {} {} with a shadow stack (x86 CET{}): returns of traced functions are caught at their "
+              "return instructions (a stop each) and the stack is never written",
+              p.pid(), on ? "runs" : "will run", on ? "" : ": its executable is marked for one and the kernel offers them");
+}
+
+bool Tracer::returns_at_sites(Process& p, Module& m) {
+  return walks_stacks(m) || opts_.returns == Options::Returns::ReturnSites || p.space.shadow_stack;
+}
+
 void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr addr, const ElfSymbol& sym,
                    const std::string& demangled, const Interest& in, unsigned hooks) {
   auto make_function = [&]() {
@@ -241,7 +261,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     fi.value_only_mask = in.value_only_mask;
     fi.tags = in.tags;
     fi.go = m.elf && m.elf->is_go();
-    fi.ret_sites = walks_stacks(m) || opts_.returns == Options::Returns::ReturnSites;
+    fi.ret_sites = returns_at_sites(p, m);
     if (in.params && m.elf && signatures_)
       if (auto found = signatures_->find(m, sym, demangled)) {
         FT_DEBUG("parameters of {} from {}", demangled, origin_name(found->origin));
@@ -280,7 +300,7 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     }
     return;
   }
-  bool ret_sites = walks_stacks(m) || opts_.returns == Options::Returns::ReturnSites;
+  bool ret_sites = returns_at_sites(p, m);
   if (in.any() && hooks == kHookNone && fast_path_.wanted() && in.entry_mask && !p.silent && !ret_sites) {
     // The entry may reach the in-process recorder instead of a breakpoint.
     FunctionInfo fi = make_function();

@@ -158,6 +158,12 @@ std::string readelf_build_id(const std::string& path) {
   return std::regex_search(out, m, re) ? m[1].str() : "";
 }
 
+// Whether readelf shows the x86 SHSTK feature among the file's GNU properties.
+bool readelf_marks_shadow_stack(const std::string& path) {
+  static const std::regex re(R"(x86 feature:[^\n]*\bSHSTK\b)");
+  return std::regex_search(run_command("readelf -nW " + shell_quote(path)), re);
+}
+
 uint64_t readelf_entry(const std::string& path) {
   static const std::regex re(R"(Entry point address:\s*0x([0-9a-f]+))");
   std::string out = run_command("readelf -h " + shell_quote(path));
@@ -214,6 +220,7 @@ void check_against_binutils(const ElfImage& img, bool check_plt = true) {
   EXPECT_EQ(our_functions(img), readelf_functions(path)) << path;
   if (check_plt) expect_plt_matches(img, objdump_plt("objdump", path));
   EXPECT_EQ(img.build_id(), readelf_build_id(path)) << path;
+  EXPECT_EQ(img.shadow_stack(), readelf_marks_shadow_stack(path)) << path;
   EXPECT_EQ(img.entry(), readelf_entry(path)) << path;
   EXPECT_EQ(img.init(), readelf_init(path)) << path;
   EXPECT_EQ(img.interp(), readelf_interp(path)) << path;
@@ -364,6 +371,7 @@ TEST(ElfImageTest, IbtPltSecStubs) {
   auto img = open_ok(path);
   ASSERT_NE(img, nullptr);
   check_against_binutils(*img);
+  EXPECT_TRUE(img->shadow_stack()) << "linked with -z shstk";
   // The stubs are the .plt.sec entries, not the lazy .plt ones.
   static const std::regex sec(R"(\.plt\.sec\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+))");
   std::smatch m;
