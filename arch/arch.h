@@ -110,6 +110,9 @@ struct Traits {
   // The register Go's internal ABI keeps the current goroutine (its g) in: x86-64 r14,
   // AArch64 x28 (the Go internal ABI specification, "Architecture specifics").
   Reg go_g;
+  // The integer argument registers of Go's internal ABI, in order (x86-64: rax rbx rcx
+  // rdi rsi r8 r9 r10 r11; AArch64: x0..x15).
+  std::span<const Reg> go_args;
 
   SyscallConvention syscall;
   CallConvention call;

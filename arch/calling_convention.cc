@@ -13,7 +13,8 @@ ArgLocation location_of(const ValueType& v) {
 
 }  // namespace
 
-ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return, int fp_registers) {
+ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return, int fp_registers,
+                             int max_aggregate) {
   ArgRegisters out;
   out.ret = fn.ret.kind;
   out.ret_size = location_of(fn.ret).size;
@@ -34,7 +35,7 @@ ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return,
     a.param = static_cast<int16_t>(i);
     if (p.kind == ValueKind::IntAggregate) {
       // Its eightbytes in consecutive integer registers, or all of it on the stack.
-      if (p.size <= 0 || p.size > 16) break;
+      if (p.size <= 0 || p.size > max_aggregate) break;
       int regs = (p.size + 7) / 8;
       if (next_int + regs > kIntArgRegisters) break;
       a.size = static_cast<uint8_t>(p.size);
@@ -50,6 +51,10 @@ ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return,
     out.args.push_back(a);
   }
   return out;
+}
+
+ArgRegisters arg_registers_go(const FunctionType& fn) {
+  return assign_in_order(fn, MemoryReturn::OwnRegister, /*fp_registers=*/8, /*max_aggregate=*/24);
 }
 
 }  // namespace ft::arch

@@ -19,7 +19,7 @@ enum class ValueKind : uint8_t {
   Float,     // float, double
   Other,     // aggregates and anything else DWARF describes
   IntAggregate,  // a structure of at most 16 bytes without floating-point members:
-                 // one or two integer registers (both conventions)
+                 // one or two integer registers (both conventions); Go's slices: three
   Void,      // return type only
 };
 
@@ -41,7 +41,7 @@ inline constexpr int kIntArgRegisters = 6;  // integer argument registers functr
 struct ArgLocation {
   ValueKind kind = ValueKind::Unsigned;
   uint8_t size = 8;  // bytes of the register that hold the value (1..8; an IntAggregate's
-                     // size, up to 16, from register `reg` on)
+                     // size, up to 16 (24 in Go's ABI), from register `reg` on)
   int8_t reg = 0;
   int16_t param = -1;  // the parameter's index in FunctionType::params; -1: a hidden one
 };
@@ -66,12 +66,25 @@ ArgRegisters arg_registers_x86_64(const FunctionType& fn);
 // by value stop the list as on x86-64 but for IntAggregate, in x registers as well.
 ArgRegisters arg_registers_aarch64(const FunctionType& fn);
 
+// Go's internal ABI (ABIInternal, Go 1.17 and later on x86-64, 1.18 on AArch64), the
+// same algorithm on every architecture: integers, booleans and pointers take the next
+// integer register of Traits::go_args (x86-64: rax rbx rcx rdi rsi r8 r9 r10 r11;
+// functracer reads the first six), floats the next floating-point one, a two-word
+// string or interface (IntAggregate) two integer registers, a slice three; results
+// come back in the
+// same registers from the first, never in memory. The list stops at the first
+// parameter that is passed on the stack or whose registers are not known (slices,
+// arrays, structs).
+ArgRegisters arg_registers_go(const FunctionType& fn);
+
 // What both conventions share, for arch/<arch>/calling_convention.cc: parameters in
 // order, integer-class ones in the integer registers, float/double in fp_registers
 // floating-point registers; an aggregate result larger than 16 bytes is returned in
 // memory at an address the caller passes either in the first integer argument
 // register (and gets back in the return register) or in a register of its own.
 enum class MemoryReturn : uint8_t { FirstArgument, OwnRegister };
-ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return, int fp_registers);
+// max_aggregate: the largest IntAggregate passed in registers (bytes).
+ArgRegisters assign_in_order(const FunctionType& fn, MemoryReturn memory_return, int fp_registers,
+                             int max_aggregate = 16);
 
 }  // namespace ft::arch

@@ -99,6 +99,9 @@ struct FunctionInfo {
   // (--returns=ret-sites, Go code; doc/internals.md section 8c).
   bool ret_sites = false;
   bool go = false;  // Go code: frames keyed by goroutine (go_stacks.h)
+  // Its arguments are in the registers of Go's internal ABI (Traits::go_args), not the
+  // C convention's: a Go function's DWARF says so, else any function of a Go module.
+  bool go_abi = false;
   bool exits_planted = false;
   // A ret-sites function whose exits could not be found (no size, code not in the
   // file): its returns are caught at the return address instead, which leaves the

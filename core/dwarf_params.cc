@@ -315,6 +315,59 @@ bool describe_type(Dwarf_Die* die, ParamInfo* out, bool members = false) {
   return true;
 }
 
+// A parameter or result of a Go function: what Go's internal ABI puts in registers
+// (the Go internal ABI specification: each integer, boolean or pointer takes the next
+// integer register, each float the next floating-point one, a string (pointer,
+// length) or an interface (two words) two integer registers, a slice (pointer,
+// length, capacity) three); other types (arrays, structs, ...) are Other. Go never passes a char * string: a *uint8 is a pointer.
+void describe_go_type(Dwarf_Die* die, ParamInfo* out) {
+  using Kind = ParamInfo::Kind;
+  out->kind = Kind::Other;
+  Dwarf_Die type;
+  if (!type_of(die, &type)) return;
+  out->size = dwarf_bytesize(&type);
+  switch (dwarf_tag(&type)) {
+    case DW_TAG_pointer_type:
+      out->kind = Kind::Pointer;
+      out->size = 8;
+      return;
+    case DW_TAG_base_type: {
+      Dwarf_Attribute attr;
+      Dwarf_Word enc = 0;
+      if (dwarf_formudata(dwarf_attr_integrate(&type, DW_AT_encoding, &attr), &enc) != 0) return;
+      if (out->size <= 0 || out->size > 8) return;
+      if (enc == DW_ATE_float) {
+        out->kind = Kind::Float;
+      } else if (enc == DW_ATE_signed || enc == DW_ATE_signed_char) {
+        out->kind = Kind::Integer;
+        out->is_signed = true;
+      } else if (enc == DW_ATE_unsigned || enc == DW_ATE_unsigned_char || enc == DW_ATE_boolean) {
+        out->kind = Kind::Integer;
+      }
+      return;
+    }
+    case DW_TAG_structure_type: {
+      // The runtime's two- and three-word values, in consecutive integer registers,
+      // described as structures in registers (ft_function.param_members): a string
+      // is a text pointer and a length, as a std::string is ("S").
+      std::string name = name_of(&type);
+      if (out->size == 16 && name == "string") {
+        out->members = "S";
+      } else if (out->size == 16 && name == "runtime.iface") {
+        out->members = "{tab:p@0;data:p@8}";
+      } else if (out->size == 16 && name == "runtime.eface") {
+        out->members = "{_type:p@0;data:p@8}";
+      } else if (out->size == 24 && name.starts_with("[]")) {
+        out->members = "{array:p@0;len:i8@8;cap:i8@16}";
+      }
+      out->int_aggregate = !out->members.empty();
+      return;
+    }
+    default:
+      return;
+  }
+}
+
 // Entry address of a subprogram: DW_AT_entry_pc, DW_AT_low_pc, or the first range.
 bool entry_of(Dwarf_Die* die, Dwarf_Addr* addr) {
   if (dwarf_hasattr(die, DW_AT_entry_pc) && dwarf_entrypc(die, addr) == 0) return true;
@@ -493,6 +546,28 @@ std::optional<Signature> DwarfParams::signature(uint64_t link_addr) {
 
   Dwarf_Die die = it->die;
   Signature sig;
+  Dwarf_Die cu;
+  if (dwarf_diecu(&die, &cu, nullptr, nullptr) != nullptr && dwarf_srclang(&cu) == DW_LANG_Go) {
+    // Go: the results are formal parameters too (DW_AT_variable_parameter); the
+    // first is what the result register holds.
+    sig.go_abi = true;
+    Dwarf_Die child;
+    if (dwarf_child(&die, &child) == 0) {
+      do {
+        if (dwarf_tag(&child) != DW_TAG_formal_parameter) continue;
+        ParamInfo p;
+        p.name = name_of(&child);
+        describe_go_type(&child, &p);
+        if (!flag(&child, DW_AT_variable_parameter)) {
+          sig.params.push_back(std::move(p));
+        } else if (sig.returns_void) {
+          sig.returns_void = false;
+          sig.ret = std::move(p);
+        }
+      } while (dwarf_siblingof(&child, &child) == 0);
+    }
+    return sig;
+  }
   sig.returns_void = !describe_type(&die, &sig.ret);
   Dwarf_Die child;
   if (dwarf_child(&die, &child) == 0) {

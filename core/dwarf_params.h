@@ -34,7 +34,10 @@ struct ParamInfo {
 struct Signature {
   std::vector<ParamInfo> params;
   bool returns_void = true;
-  ParamInfo ret;  // when !returns_void
+  ParamInfo ret;  // when !returns_void (a Go function's first result)
+  // A Go function (its compile unit's language): Go's internal ABI, not the C one,
+  // puts the parameters in registers (register_signature.h).
+  bool go_abi = false;
 };
 
 class DwarfParams {

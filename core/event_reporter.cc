@@ -159,6 +159,8 @@ void EventReporter::call(Process& p, Thread& t, const Registers& regs, uint64_t 
                          std::span<const uint64_t> stack) {
   ft_ctx c = ctx(p, &t, &regs, now, depth);
   c.call_pc = call_pc;
+  // (A recorded call's registers are the C convention's: Go functions are never recorded.)
+  c.go_abi = fn.go_abi && !deferred;
   if (deferred) {
     c.deferred = true;
     c.recorded_caller = caller;

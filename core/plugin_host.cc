@@ -55,7 +55,12 @@ uint64_t host_time(ft_ctx* c) { return c->now_ns; }
 unsigned host_depth(ft_ctx* c) { return c->depth; }
 uint64_t host_arg(ft_ctx* c, unsigned i) {
   if (c->syscall) return i < 6 ? c->syscall->args[i] : 0;
-  return c->regs ? c->regs->arg(i) : 0;
+  if (!c->regs) return 0;
+  if (c->go_abi) {
+    auto go = ft::arch::host().go_args;
+    return i < go.size() ? c->regs->get(go[i]) : 0;
+  }
+  return c->regs->arg(i);
 }
 uint64_t host_retval(ft_ctx* c) {
   if (c->syscall) return static_cast<uint64_t>(c->syscall->ret);

@@ -36,6 +36,7 @@ struct ft_ctx {
   // present stack above that caller's frame, if it is still there.
   ft::RemoteAddr unwound_ret;
   const ft_syscall* syscall = nullptr;  // at a system call stop
+  bool go_abi = false;  // a call of a Go function: its arguments are in Go's registers
   // A return handled in the process, reported later (fast_return.h): only the return
   // registers are known; memory and the stack have moved on.
   bool deferred = false;

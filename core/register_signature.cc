@@ -45,7 +45,7 @@ arch::FunctionType function_type(const Signature& sig) {
 }
 
 RegisterSignature register_signature(const arch::Traits& arch, const Signature& sig) {
-  arch::ArgRegisters regs = arch.arg_registers(function_type(sig));
+  arch::ArgRegisters regs = sig.go_abi ? arch::arg_registers_go(function_type(sig)) : arch.arg_registers(function_type(sig));
   RegisterSignature out;
   out.args.reserve(regs.args.size());
   for (const arch::ArgLocation& a : regs.args) {

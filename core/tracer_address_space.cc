@@ -261,10 +261,13 @@ void Tracer::plant(Process& p, Thread& t, Registers& regs, Module& m, RemoteAddr
     fi.value_only_mask = in.value_only_mask;
     fi.tags = in.tags;
     fi.go = m.elf && m.elf->is_go();
+    fi.go_abi = fi.go;
     fi.ret_sites = returns_at_sites(p, m);
     if (in.params && m.elf && signatures_)
       if (auto found = signatures_->find(m, sym, demangled)) {
         FT_DEBUG("parameters of {} from {}", demangled, origin_name(found->origin));
+        // DWARF tells Go's code from the C code cgo links in; a prototype does not.
+        if (found->origin == SignatureSources::Origin::Dwarf) fi.go_abi = found->sig.go_abi;
         fi.set_signature(register_signature(arch::host(), found->sig));
       }
     return fi;

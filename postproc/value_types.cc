@@ -21,9 +21,11 @@ std::optional<ValueType> parse_one(std::string_view code) {
     t.kind = code[0];
     return t;
   }
-  if (code.size() == 3 && code[0] == 'o' && code[1] == '1' && code[2] >= '0' && code[2] <= '6') {
+  if (code.size() == 3 && code[0] == 'o' && code[1] >= '1' && code[1] <= '2' && code[2] >= '0' && code[2] <= '9') {
+    unsigned size = static_cast<unsigned>(10 * (code[1] - '0') + code[2] - '0');
+    if (size > 24) return std::nullopt;
     t.kind = 'o';
-    t.size = static_cast<unsigned>(10 + code[2] - '0');
+    t.size = size;
     return t;
   }
   if (code.size() == 2 && code[0] == 'o' && code[1] == '9') {
@@ -75,7 +77,7 @@ std::string type_code(const ValueType& type) {
   return code;
 }
 
-unsigned int_registers(const ValueType& type) { return type.kind == 'o' && type.size > 8 ? 2 : 1; }
+unsigned int_registers(const ValueType& type) { return type.kind == 'o' && type.size > 8 ? (type.size + 7) / 8 : 1; }
 
 std::string format_value(const ValueType& type, uint64_t v) {
   if (type.kind == 'v') return {};

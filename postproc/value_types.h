@@ -3,7 +3,7 @@
 // the program sees them: "i4" a signed 4-byte integer, "u8" an unsigned one, "p" a
 // pointer, "s" a string pointer, "f4"/"f8" a float/double (in a floating-point
 // register), "o" something else ("o16": a structure of 9..16 bytes in two integer
-// registers), "v" no value (void return), "?" unknown; an integer
+// registers, "o24": a Go slice's 17..24 bytes in three), "v" no value (void return), "?" unknown; an integer
 // code may name the symbolic constants it holds ("i4=O_flags",
 // functracer/symbolic_values.h). Parameters
 // are listed in declaration order; each takes the next register of its class (the

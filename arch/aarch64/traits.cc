@@ -9,6 +9,8 @@ namespace {
 constexpr Reg kX0 = 0, kX1 = 1, kX2 = 2, kX3 = 3, kX4 = 4, kX5 = 5, kX8 = 8, kX29 = 29, kX30 = 30,
               kSp = 31;
 
+constexpr Reg kGoArgs[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};  // x0..x15
+
 constexpr uint8_t kBrk0[] = {0x00, 0x00, 0x20, 0xd4};  // brk #0
 constexpr uint8_t kSyscallStub[] = {0x01, 0x00, 0x00, 0xd4,   // svc #0
                                     0x00, 0x00, 0x20, 0xd4};  // brk #0
@@ -25,6 +27,7 @@ const Traits kAArch64Traits = {
     .stack_pointer = kSp,
     .frame_pointer = kX29,
     .go_g = 28,
+    .go_args = kGoArgs,
     .syscall = {.number = kX8,
                 .args = {kX0, kX1, kX2, kX3, kX4, kX5},
                 .ret = kX0,

@@ -9,6 +9,8 @@ namespace {
 constexpr Reg kRax = 0, kRdx = 1, kRcx = 2, kRsi = 4, kRdi = 5, kRbp = 6, kRsp = 7, kR8 = 8, kR9 = 9,
               kR10 = 10;
 
+constexpr Reg kGoArgs[] = {kRax, 3 /* rbx */, kRcx, kRdi, kRsi, kR8, kR9, kR10, 11 /* r11 */};
+
 constexpr uint8_t kInt3[] = {0xcc};
 constexpr uint8_t kSyscallStub[] = {0x0f, 0x05, 0xcc};  // syscall; int3
 
@@ -24,6 +26,7 @@ const Traits kX86_64Traits = {
     .stack_pointer = kRsp,
     .frame_pointer = kRbp,
     .go_g = 14,
+    .go_args = kGoArgs,
     .syscall = {.number = kRax,
                 .args = {kRdi, kRsi, kRdx, kR10, kR8, kR9},
                 .ret = kRax,

@@ -89,7 +89,8 @@ enum ft_param_kind {
 };
 
 /* Where a parameter is: integer argument registers are 0..5 (x86-64: rdi rsi rdx rcx
- * r8 r9), floating-point argument registers FT_REG_FP0 + n (x86-64: xmm0..xmm7). */
+ * r8 r9; for a function of Go's internal ABI, Go's: rax rbx rcx rdi rsi r8),
+ * floating-point argument registers FT_REG_FP0 + n (x86-64: xmm0..xmm7). */
 #define FT_REG_FP0 8
 
 /* A traced function, as seen in call/return events. */
@@ -129,10 +130,12 @@ typedef struct ft_function {
    *                           structure's bytes
    *                           are in param_sizes[i] bytes of the integer registers
    *                           from param_regs[i] on (kind FT_PARAM_OTHER, 9..16 bytes
-   *                           take two registers)
+   *                           take two registers, a Go slice's 24 bytes three)
    *   BODY   := 'S' | '{' MEMBER (';' MEMBER)* [';...'] '}'
    *                           'S': libstdc++'s std::string (text pointer at offset 0,
-   *                           length at 8); '...': more members not described
+   *                           length at 8), or without '*'/'^' a Go string (the same
+   *                           two words in two registers); '...': more members not
+   *                           described
    *   MEMBER := NAME ':' CODE '@' OFFSET (bytes, decimal)
    *   CODE   := i1|i2|i4|i8 (signed) | u1|u2|u4|u8 | p (pointer) | s (char *) |
    *             f4|f8 | cN (an array of N chars) | S (std::string) | o (other) */
@@ -214,7 +217,8 @@ typedef struct ft_host_api {
   uint64_t (*time_ns)(ft_ctx *ctx);
   unsigned (*depth)(ft_ctx *ctx);
 
-  /* Integer argument i (0..5) at a call, the return value at a return. */
+  /* Integer argument i (0..5) at a call (of a Go function: Go's internal ABI's
+   * registers, see FT_REG_FP0), the return value at a return. */
   uint64_t (*arg)(ft_ctx *ctx, unsigned i);
   uint64_t (*retval)(ft_ctx *ctx);
 

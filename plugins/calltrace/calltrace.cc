@@ -211,8 +211,11 @@ const char* param_format(const ft_function* fn, int i) {
   return state.host_formats && fn->param_formats ? fn->param_formats[i] : "";
 }
 // The structure parameter i is or points to, when --struct-depth asks for it ("" else).
+// A string passed in registers (a Go string: "S" without '*' or '^') is shown always,
+// as char * strings are.
 const char* param_members(const ft_function* fn, int i) {
-  if (!state.struct_depth || !state.host_members || !fn->param_members || !fn->param_members[i]) return "";
+  if (!state.host_members || !fn->param_members || !fn->param_members[i]) return "";
+  if (!state.struct_depth && std::strcmp(fn->param_members[i], "S") != 0) return "";
   return fn->param_members[i];
 }
 bool is_this(const ft_function* fn, int i) {

@@ -134,9 +134,15 @@ std::optional<std::string> struct_text(const ft_host_api* host, ft_ctx* ctx, std
   if (indirect && addr == 0) return std::nullopt;  // NULL: shown as the pointer it is
 
   if (desc == "S") {
-    if (!indirect) return std::nullopt;  // the ABI never passes one in registers
     unsigned char raw[kStdStringBytes];
-    if (host->read_memory(ctx, addr, raw, sizeof raw) != static_cast<long>(sizeof raw)) return std::nullopt;
+    if (!indirect) {
+      // A Go string: its text pointer and length in two registers.
+      if (regs.size() < 2) return std::nullopt;
+      std::memcpy(raw, &regs[0], 8);
+      std::memcpy(raw + 8, &regs[1], 8);
+    } else if (host->read_memory(ctx, addr, raw, sizeof raw) != static_cast<long>(sizeof raw)) {
+      return std::nullopt;
+    }
     auto s = std_string(host, ctx, raw, string_size);
     if (!s) return std::nullopt;
     return prefix + *s;

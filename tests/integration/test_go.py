@@ -90,9 +90,48 @@ def main():
     values = collections.Counter(h._as_int(r.get("retval")) for c, r in safe if r.get("type") == "return")
     want = collections.Counter({(-(i + 3)) & 0xFFFFFFFFFFFFFFFF: 4 for i in range(5)})
     ck.check_eq(dict(values), dict(want), "main.safe's return values (its named result)")
+    check_arguments(ck, a)
     print(f"go: {sum(calls.values())} calls on {len(threads)} threads, "
           f"{sum(unwound['panic'].values())} frames unwound by the recovered panics")
     return ck.finish()
+
+
+def check_arguments(ck, a):
+    """Arguments and results in Go's registers, typed from Go's DWARF: the values the
+    program passed and returned (goprog.go)."""
+    want_types = {"main.leaf": "i8>i8", "main.safe": "i8>i8", "main.(*Counter).Add": "p,i8>i8",
+                  "main.describe": "o24,o16,u1>i8"}
+    names = {"alpha", "beta", "gamma", "delta"}
+    bad = collections.Counter()
+    seen = collections.Counter()
+    for c, r in a.pairs:
+        fn = h.record_function(c)
+        if fn not in want_types:
+            continue
+        seen[fn] += 1
+        args = [h._as_int(v) for v in c.get("args") or []]
+        if c.get("types") != want_types[fn] or len(args) != 6:
+            bad[f"{fn}: types {c.get('types')} args {c.get('args')}"] += 1
+            continue
+        rv = h._as_int(r.get("retval")) if r.get("type") == "return" else None
+        if fn == "main.leaf":
+            ok = args[0] in range(4) and rv == args[0] + 1  # leaf(p[0] = id) = id + 1
+        elif fn == "main.safe":
+            ok = args[0] in range(3, 8) and (rv is None or rv == (-args[0]) & 0xFFFFFFFFFFFFFFFF)
+        elif fn == "main.(*Counter).Add":
+            ok = args[0] != 0 and args[1] in range(5)  # the receiver, then k = i
+        else:
+            # describe(xs, name, on): xs = array, len, cap; name = text, length; on (u1:
+            # its low byte)
+            name = c.get("struct3", "")
+            ok = (args[1] in range(5) and args[2] == 8 and name.strip('"') in names
+                  and args[4] == len(name.strip('"')) and args[5] & 0xFF == 1 - args[1] % 2
+                  and rv == 100 * args[1] + 10 * args[4] + (args[5] & 0xFF))
+        if not ok:
+            bad[f"{fn}: args {args} {c.get('struct3', '')} -> {rv}"] += 1
+    ck.check(not bad, f"calls whose arguments or results are not the program's: {dict(bad.most_common(8))}")
+    for fn in want_types:
+        ck.check(seen[fn] > 0, f"no call of {fn} seen")
 
 
 def build(ck, src, tmp):

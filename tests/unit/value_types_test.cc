@@ -57,8 +57,19 @@ TEST(ValueTypes, StructuresInTwoRegisters) {
   EXPECT_EQ(int_registers(t->args[1]), 1u);
   EXPECT_EQ(int_registers(t->args[2]), 1u);
   EXPECT_EQ(type_code(t->args[2]), "o");
-  EXPECT_FALSE(parse_value_types("o17>v").has_value());
+  EXPECT_FALSE(parse_value_types("o25>v").has_value());
+  EXPECT_FALSE(parse_value_types("o30>v").has_value());
   EXPECT_FALSE(parse_value_types("o8>v").has_value());
+}
+
+TEST(ValueTypes, GoSlicesInThreeRegisters) {
+  auto t = parse_value_types("o24,u1,o16>i8");
+  ASSERT_TRUE(t.has_value());
+  ASSERT_EQ(t->args.size(), 3u);
+  EXPECT_EQ(int_registers(t->args[0]), 3u);
+  EXPECT_EQ(type_code(t->args[0]), "o24");
+  EXPECT_EQ(int_registers(t->args[1]), 1u);
+  EXPECT_EQ(int_registers(t->args[2]), 2u);
 }
 
 }  // namespace

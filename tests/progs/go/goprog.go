@@ -24,7 +24,9 @@ const (
 	rounds  = 5
 )
 
-var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls int64
+var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls int64
+
+var names = []string{"alpha", "beta", "gamma", "delta"}
 
 type pad [256]byte
 
@@ -74,6 +76,19 @@ func safe(n int) (r int) {
 	return panicker(n)
 }
 
+// describe's arguments take six of Go's integer registers: a slice three (pointer,
+// length, capacity), a string two (pointer, length), a bool one.
+//
+//go:noinline
+func describe(xs []int, name string, on bool) int {
+	atomic.AddInt64(&describeCalls, 1)
+	n := 100*len(xs) + 10*len(name)
+	if on {
+		n++
+	}
+	return n
+}
+
 //go:noinline
 func worker(id int, out []int, wg *sync.WaitGroup) {
 	defer wg.Done()
@@ -86,6 +101,11 @@ func worker(id int, out []int, wg *sync.WaitGroup) {
 		sum += deep(depth, p)
 		sum += c.Add(i)
 		sum += safe(i + 3)
+		xs := make([]int, i, 8)
+		if got, want := describe(xs, names[id], i%2 == 0), 100*i+10*len(names[id])+(1-i%2); got != want {
+			fmt.Fprintf(os.Stderr, "describe: got %d, want %d\n", got, want)
+			os.Exit(1)
+		}
 	}
 	out[id] = sum
 }
@@ -118,8 +138,8 @@ func main() {
 		}
 	}
 	fmt.Printf("%d workers agree\n", workers)
-	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d\n",
-		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls)
+	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d main.describe=%d\n",
+		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls)
 	fmt.Printf("unwound panic main.panicker=%d\n", panickerCalls) // none returns
 	os.Exit(3)
 }
