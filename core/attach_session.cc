@@ -296,6 +296,7 @@ void AttachSession::detach_process(Process& p) {
   uint64_t now = monotonic_ns();
   for (auto& [tid, t] : p.threads())
     if (!t->stack.empty()) report_.report_unwound(*t, t->stack.take_all(), "detach", now, 0);
+  if (!p.threads().empty()) report_.close_goroutines(p, *p.threads().begin()->second, "detach", now);
   if (!p.silent) {
     Thread* leader = p.leader();
     TraceRecord r;

@@ -21,7 +21,18 @@ ft_ctx EventReporter::ctx(Process& p, Thread* t, const Registers* regs, uint64_t
   c.regs = regs ? regs : stop_regs_;
   c.now_ns = now;
   c.depth = depth;
+  c.stream_tid = stream_tid_;
   return c;
+}
+
+void EventReporter::close_goroutines(Process& p, Thread& t, const char* reason, uint64_t now) {
+  GoStacks& go = p.space.go_stacks;
+  for (uint32_t n = 1; n <= go.count(); ++n) {
+    CallStack& s = go.stack(n);
+    if (s.empty()) continue;
+    OfGoroutine scope(*this, s, n);
+    report_unwound(t, s.take_all(), reason, now, 0);
+  }
 }
 
 void EventReporter::report_unwound(Thread& t, const std::vector<ShadowFrame>& frames, const char* reason, uint64_t now,
@@ -30,7 +41,7 @@ void EventReporter::report_unwound(Thread& t, const std::vector<ShadowFrame>& fr
   if (p.silent && !p.reports_to) return;
   // Inherited frames (a forked child's copy of its parent's) are the outermost ones;
   // they are neither reported nor counted in depths.
-  size_t inherited_below = std::min(base_depth, t.stack.inherited());
+  size_t inherited_below = std::min(base_depth, frames_of(t).inherited());
   size_t outer = static_cast<size_t>(
       std::count_if(frames.begin(), frames.end(), [](const ShadowFrame& f) { return !f.inherited; }));
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -135,7 +146,7 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
                             const fastret::Record* deferred) {
   Process& p = *t.process;
   if (p.silent && !p.reports_to) return;
-  size_t base = t.stack.depth() - t.stack.inherited();
+  size_t base = frames_of(t).depth() - frames_of(t).inherited();
   size_t outer = static_cast<size_t>(std::count_if(r.returned.begin(), r.returned.end(),
                                                    [](const ShadowFrame& f) { return !f.inherited; }));
   for (size_t i = 0; i < r.returned.size(); ++i) {

@@ -71,6 +71,29 @@ class EventReporter {
     EventReporter& r_;
   };
 
+  // While it lives, calls, returns and unwound frames are a goroutine's (go_stacks.h):
+  // their frames are on its stack, not the thread's, and their records carry
+  // -goroutine as their TID (the thread in a `thread` field: doc/trace-format.md).
+  class OfGoroutine {
+   public:
+    OfGoroutine(EventReporter& r, const CallStack& stack, uint32_t goroutine) : r_(r) {
+      r_.stream_stack_ = &stack;
+      r_.stream_tid_ = -static_cast<int>(goroutine);
+    }
+    ~OfGoroutine() {
+      r_.stream_stack_ = nullptr;
+      r_.stream_tid_ = 0;
+    }
+    OfGoroutine(const OfGoroutine&) = delete;
+    OfGoroutine& operator=(const OfGoroutine&) = delete;
+
+   private:
+    EventReporter& r_;
+  };
+  // Every goroutine's open frames reported unwound (the process ended, exec'd or is
+  // detached), on thread t.
+  void close_goroutines(Process& p, Thread& t, const char* reason, uint64_t now);
+
   ft_ctx ctx(Process& p, Thread* t, const Registers* regs, uint64_t now, unsigned depth = 0) const;
 
   // deferred: recorded in the process, reported later: only the registers in regs
@@ -111,6 +134,10 @@ class EventReporter {
   const ProcessTable& procs_;
   TracerStats& stats_;
   const Registers* stop_regs_ = nullptr;
+  const CallStack* stream_stack_ = nullptr;  // OfGoroutine
+  int stream_tid_ = 0;
+  // The frames the depths of t's events count: its own, or its goroutine's.
+  const CallStack& frames_of(const Thread& t) const { return stream_stack_ ? *stream_stack_ : t.stack; }
   std::shared_ptr<RunSummary> summary_ = std::make_shared<RunSummary>();
 
   std::string trace_path(const Process& p) const;

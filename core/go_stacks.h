@@ -17,13 +17,21 @@
 //
 // A g whose bounds do not contain sp (not a goroutine's stack after all: assembly
 // called with another ABI) gives the plain sp.
+//
+// Goroutines move between threads (the scheduler runs any goroutine on any thread,
+// and a goroutine blocked or preempted in a traced call may go on elsewhere), so
+// their frames are kept per goroutine, not per thread: each goroutine (each g, in
+// the order first seen, numbered from 1) has its own CallStack here. The runtime
+// reuses the g of a goroutine that ended for a later one, which keeps its number.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 
 #include "arch/registers.h"
 #include "common/remote_addr.h"
+#include "core/call_stack.h"
 
 namespace ft {
 
@@ -31,14 +39,23 @@ class RemoteMemory;
 
 class GoStacks {
  public:
-  // The key of the frame whose return address is at sp, for a thread whose registers
+  struct Place {
+    RemoteAddr key;           // the frame's key (sp when not on a goroutine's stack)
+    uint32_t goroutine = 0;   // its goroutine's number; 0: not on a goroutine's stack
+  };
+  // Where the frame whose return address is at sp is, for a thread whose registers
   // are regs.
-  RemoteAddr key(const RemoteMemory& mem, const Registers& regs, RemoteAddr sp);
+  Place place(const RemoteMemory& mem, const Registers& regs, RemoteAddr sp);
+  RemoteAddr key(const RemoteMemory& mem, const Registers& regs, RemoteAddr sp) { return place(mem, regs, sp).key; }
+  // The frames of goroutine n (n >= 1, a number place() gave).
+  CallStack& stack(uint32_t n) { return stacks_[n - 1]; }
+  uint32_t count() const { return static_cast<uint32_t>(stacks_.size()); }
 
  private:
   static constexpr uint64_t kBase = uint64_t{1} << 62;
   static constexpr uint64_t kWindow = uint64_t{1} << 32;
-  std::unordered_map<uint64_t, uint64_t> index_;  // g -> its window
+  std::unordered_map<uint64_t, uint32_t> index_;  // g -> its number (and window)
+  std::deque<CallStack> stacks_;                   // by number - 1 (references stay valid)
 };
 
 }  // namespace ft

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/signal_names.h"
+#include "functracer/schema.h"
 #include "core/elf_image.h"
 #include "core/log.h"
 #include "core/ptrace.h"
@@ -49,7 +50,10 @@ void on_fault(int sig, siginfo_t* si, void*) {
 const char* host_option(const char* name) { return plugin_host().option(name); }
 void host_warn(const char* message) { log::warn("{}", message); }
 int host_pid(ft_ctx* c) { return c->process->pid(); }
-int host_tid(ft_ctx* c) { return c->thread ? c->thread->tid : c->process->pid(); }
+int host_tid(ft_ctx* c) {
+  if (c->stream_tid) return c->stream_tid;
+  return c->thread ? c->thread->tid : c->process->pid();
+}
 int host_thread_pid(ft_ctx* c) { return c->thread ? c->thread->process->pid() : c->process->pid(); }
 uint64_t host_time(ft_ctx* c) { return c->now_ns; }
 unsigned host_depth(ft_ctx* c) { return c->depth; }
@@ -495,6 +499,10 @@ void PluginHost::record(ft_ctx& ctx, TraceRecord& r) {
   Process* p = ctx.process;
   if (!p || !p->trace) return;
   r.tid = ctx.thread ? ctx.thread->tid : p->pid();
+  if (ctx.stream_tid) {
+    r.add(schema::key::kThread, static_cast<int64_t>(r.tid));
+    r.tid = ctx.stream_tid;
+  }
   r.ts_ns = ctx.now_ns;
   p->trace->write(r);
 }
@@ -502,7 +510,9 @@ void PluginHost::record(ft_ctx& ctx, TraceRecord& r) {
 void PluginHost::record(ft_ctx& ctx, const char* type, const ft_field* fields, size_t n) {
   Process* p = ctx.process;
   if (!p || !p->trace) return;
-  p->trace->write_line(ctx.thread ? ctx.thread->tid : p->pid(), ctx.now_ns, type, [&](LineAppender& line) {
+  int tid = ctx.thread ? ctx.thread->tid : p->pid();
+  p->trace->write_line(ctx.stream_tid ? ctx.stream_tid : tid, ctx.now_ns, type, [&](LineAppender& line) {
+    if (ctx.stream_tid) line.integer(schema::key::kThread, tid);
     for (size_t i = 0; i < n; ++i) {
       const ft_field& f = fields[i];
       switch (f.kind) {
@@ -518,6 +528,10 @@ void PluginHost::record(ft_ctx& ctx, const char* type, const ft_field* fields, s
 void PluginHost::print(ft_ctx& ctx, const std::string& text) {
   if (!streaming_) return;
   int tid = ctx.thread ? ctx.thread->tid : ctx.process->pid();
+  if (ctx.stream_tid) {
+    log::write_line("", fmt::format("[pid {} goroutine {}] {}", tid, -ctx.stream_tid, text));
+    return;
+  }
   log::write_line("", fmt::format("[pid {}] {}", tid, text));
 }
 

@@ -37,6 +37,9 @@ struct ft_ctx {
   ft::RemoteAddr unwound_ret;
   const ft_syscall* syscall = nullptr;  // at a system call stop
   bool go_abi = false;  // a call of a Go function: its arguments are in Go's registers
+  // Not 0: the event is a goroutine's, whose records have this TID (-goroutine) and
+  // the thread in a `thread` field (EventReporter::OfGoroutine).
+  int stream_tid = 0;
   // A return handled in the process, reported later (fast_return.h): only the return
   // registers are known; memory and the stack have moved on.
   bool deferred = false;

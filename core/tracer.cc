@@ -380,6 +380,7 @@ void Tracer::forget_image(Thread& t) {
     if (other.get() != &t && !other->stack.empty()) report_.report_unwound(*other, other->stack.take_all(), "exit", now, 0);
   procs_.remove_threads_except(p, t);
   if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);
+  report_.close_goroutines(p, t, "exit", now);
   // The old image's breakpoints and areas went with it.
   p.space.reset();
   t.rec_ring = -1;
@@ -449,6 +450,8 @@ void Tracer::process_gone(Process& p, const WaitStatus& ws) {
   for (auto& [tid, t] : p.threads())
     if (!t->stack.empty()) report_.report_unwound(*t, t->stack.take_all(), "exit", now, 0);
   Thread* leader = p.leader();
+  if (Thread* any = leader ? leader : (p.threads().empty() ? nullptr : p.threads().begin()->second.get()))
+    report_.close_goroutines(p, *any, "exit", now);
   int code;
   if (ws.kind == WaitStatus::Kind::Exited) {
     code = ws.exit_code;

@@ -127,7 +127,7 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   // An exit of function fn_id (--returns=ret-sites): its frame returns.
   void leave_function(Thread& t, Registers& regs, uint32_t fn_id);
   // Whether a Go function's entry is the same call starting again on a grown stack.
-  bool restarted_go_frame(Thread& t, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret);
+  bool restarted_go_frame(Thread& t, const CallStack& stack, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret);
   void thread_gone(Thread& t, const WaitStatus& ws);
   void process_gone(Process& p, const WaitStatus& ws);
   void resume(Thread& t, int sig = 0);

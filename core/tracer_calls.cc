@@ -151,15 +151,21 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
     uint32_t fn_id = bp->fn;
     const FunctionInfo& fn = p.space.functions[fn_id];
     uint64_t now = monotonic_ns();
-    unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
+    // A Go frame is its goroutine's, kept on the goroutine's stack (go_stacks.h), and
+    // keyed where a moved stack still finds it.
+    GoStacks::Place place{regs.sp(), 0};
+    if (fn.go) place = p.space.go_stacks.place(p.mem(), regs, regs.sp());
+    CallStack& stack = place.goroutine ? p.space.go_stacks.stack(place.goroutine) : t.stack;
+    std::optional<EventReporter::OfGoroutine> of_goroutine;
+    if (place.goroutine) of_goroutine.emplace(report_, stack, place.goroutine);
+    unsigned depth = static_cast<unsigned>(stack.depth() - stack.inherited());
     // A return that cannot be hooked because the process's memory is going away (it
     // is being killed): the call is closed at once, as the frames open at its end are.
     bool unwound_at_once = false;
     const char* unwound_reason = "exit";
     bool reported_entry = true;
     if (fn.return_mask) {
-      // Go frames are kept where a moved stack still finds them (go_stacks.h).
-      RemoteAddr slot = fn.go ? p.space.go_stacks.key(p.mem(), regs, regs.sp()) : regs.sp();
+      RemoteAddr slot = place.key;
       // Read with the return records at the start of the stop, unless a hook may have
       // written there since.
       auto ret = !hooks && t.sp_word_valid && t.sp_word_at == slot ? Result<uint64_t>(t.sp_word)
@@ -172,15 +178,15 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
         FT_DEBUG("thread {}: {} entered without a call ([sp] = {:#x})", t.tid, fn.name, *ret);
         unwound_at_once = true;
         unwound_reason = "jump";
-      } else if (ret && fn.go && restarted_go_frame(t, slot, fn_id, RemoteAddr(*ret))) {
+      } else if (ret && fn.go && restarted_go_frame(t, stack, slot, fn_id, RemoteAddr(*ret))) {
         // The entry again after runtime.morestack grew the stack: the same call.
         reported_entry = false;
       } else if (ret && ((hooks & kHookKeepReturnAddress) || fn.ret_sites)) {
         // Catch the return with a breakpoint at the return address, or at the
         // function's exits (planted with the entry).
-        auto e = t.stack.push_site(slot, hook_value(*ret), p.space.trampoline, fn_id, now);
-        if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, t.stack.depth() - 1);
-        depth = static_cast<unsigned>(t.stack.depth() - 1 - t.stack.inherited());
+        auto e = stack.push_site(slot, hook_value(*ret), p.space.trampoline, fn_id, now);
+        if (!e.abandoned.empty()) returns_.abandon(t, e.abandoned, now, stack.depth() - 1);
+        depth = static_cast<unsigned>(stack.depth() - 1 - stack.inherited());
         // (slot is a Go frame's key, not its stack address: the word is at sp.)
         if (e.restore_slot) (void)p.mem().poke(t.tid, regs.sp(), e.real_ret.value());
         if ((!fn.ret_sites || e.restore_slot || fn.exits_unknown) && !never_returns_to(p, e.real_ret)) {
@@ -188,7 +194,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
           if (site) {
             site->hooks |= kHookReturnSite;
           } else if (!fn.ret_sites || fn.exits_unknown) {
-            t.stack.pop_last();
+            stack.pop_last();
           }
         }
       } else if (ret) {
@@ -228,7 +234,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
       f.slot = regs.sp();
       f.fn = fn_id;
       f.entry_ns = now;
-      report_.report_unwound(t, {f}, unwound_reason, now, t.stack.depth());
+      report_.report_unwound(t, {f}, unwound_reason, now, stack.depth());
     }
   }
   if (hooks & kHookFunctionExit) leave_function(t, regs, bp->exit_of);
@@ -252,7 +258,19 @@ void Tracer::leave_function(Thread& t, Registers& regs, uint32_t fn_id) {
   const FunctionInfo& fn = p.space.functions[fn_id];
   uint64_t now = monotonic_ns();
   // At a return instruction or a tail jump the return address is at sp, as at the entry.
-  RemoteAddr slot = fn.go ? p.space.go_stacks.key(p.mem(), regs, regs.sp()) : regs.sp();
+  GoStacks::Place place{regs.sp(), 0};
+  if (fn.go) place = p.space.go_stacks.place(p.mem(), regs, regs.sp());
+  RemoteAddr slot = place.key;
+  if (place.goroutine) {
+    // The goroutine's own frames, on whichever thread it runs now: frames above the
+    // returning one were left by a panic its caller recovered.
+    CallStack& stack = p.space.go_stacks.stack(place.goroutine);
+    EventReporter::OfGoroutine of_goroutine(report_, stack, place.goroutine);
+    auto r = stack.pop_exit(slot, fn_id, /*above_abandoned=*/true);
+    if (!r.abandoned.empty()) returns_.abandon(t, r.abandoned, now, stack.depth() + r.returned.size(), "panic");
+    if (r.found) report_.report_returns(t, regs, r, now);
+    return;
+  }
   Thread* owner = &t;
   auto r = t.stack.pop_exit(slot, fn_id, /*above_abandoned=*/true);
   if (!r.found) {
@@ -272,11 +290,17 @@ void Tracer::leave_function(Thread& t, Registers& regs, uint32_t fn_id) {
   if (r.found) report_.report_returns(*owner, regs, r, now);
 }
 
-bool Tracer::restarted_go_frame(Thread& t, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret) {
+bool Tracer::restarted_go_frame(Thread& t, const CallStack& stack, RemoteAddr slot, uint32_t fn_id, RemoteAddr ret) {
   // runtime.morestack runs the function again from its entry on the new stack, at the
   // same key and with the same return address, with no exit in between; the
   // goroutine may have been preempted there and go on on another thread. A key is
-  // its goroutine's alone: a frame of another thread may be the one.
+  // its goroutine's alone: its stack has the frame (or, for a frame not on a
+  // goroutine's stack, a frame of another thread may be the one).
+  if (&stack != &t.stack) {
+    for (const ShadowFrame& f : stack.frames())
+      if (f.site && f.slot == slot && f.fn == fn_id && f.real_ret == ret) return true;
+    return false;
+  }
   for (auto& [tid, other] : t.process->threads())
     for (const ShadowFrame& f : other->stack.frames())
       if (f.site && f.slot == slot && f.fn == fn_id && f.real_ret == ret) return true;

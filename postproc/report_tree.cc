@@ -151,7 +151,11 @@ class TreeObserver : public CallObserver {
   void write_section_header(int64_t tid) {
     if (!first_section_) out_.write("\n");
     first_section_ = false;
-    out_.write(fmt::format("== pid {} tid {} ==\n", pid_, tid));
+    // A negative TID is a Go goroutine's calls (doc/trace-format.md).
+    if (tid < 0)
+      out_.write(fmt::format("== pid {} goroutine {} ==\n", pid_, -tid));
+    else
+      out_.write(fmt::format("== pid {} tid {} ==\n", pid_, tid));
   }
 
   static constexpr size_t kStreamBytes = 1 << 16;

@@ -121,6 +121,8 @@ inline constexpr const char* kStr[6] = {"str0", "str1", "str2", "str3", "str4", 
 // The structure arguments of a call as shown (members, std::string text), keyed by
 // the integer argument register that holds the structure or its address.
 inline constexpr const char* kStruct[6] = {"struct0", "struct1", "struct2", "struct3", "struct4", "struct5"};
+// The thread a goroutine's record happened on (its TID is -goroutine).
+inline constexpr char kThread[] = "thread";
 }  // namespace key
 
 // The bundled plugins' names, as the header's `plugins` field lists them.

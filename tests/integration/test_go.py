@@ -6,8 +6,11 @@ usage: test_go.py GOPROG.go
 
 `functracer -e calltrace -a 'main.*'` on it: its output and exit status equal the
 untraced run's; the calls per function equal the program's own counts (it prints
-them), Go names as Go prints them (main.(*Counter).Add); every call on every thread
-closed by one return or unwound record, in LIFO order; the frames the recovered
+them), Go names as Go prints them (main.(*Counter).Add); every goroutine's calls
+(records with TID -N, the thread in `thread`) closed by one return or unwound
+record, in LIFO order, goroutines moving between threads in the middle of calls;
+arguments and results the values the program passed and returned (Go's register
+ABI, typed from its DWARF: integers, a pointer receiver, a slice, a string, a bool); the frames the recovered
 panic went through unwound with reason "panic", as many as the program says; the
 only other frames left without returning are those open when the program exited
 (os.Exit from main while the last goroutine finishes). Go's returns are caught at
@@ -39,9 +42,6 @@ def main():
         exe = build(ck, src, tmp)
         if not exe:
             return ck.finish()
-        # No asynchronous preemption: a goroutine is only ever moved between threads
-        # before it locks itself to its thread (goprog.go); the same in both runs.
-        os.environ["GODEBUG"] = "asyncpreemptoff=1"
         untraced = h.run([exe])
         if not ck.check(untraced.status == EXIT_STATUS,
                         f"untraced run should exit {EXIT_STATUS}\n{untraced.describe()}"):
@@ -83,17 +83,49 @@ def main():
         odd = {n: c for n, c in per.items()
                if reason != "exit" or (n not in at_exit and not n.startswith("main.main.func"))}
         ck.check(not odd, f"frames unwound ({reason}) that the program does not explain: {odd}")
+    moved = check_goroutines(ck, records)
     threads = {r.get("tid") for r in records if r.get("type") == "call"}
-    ck.check(len(threads) >= 3, f"calls on {len(threads)} threads, want the workers' and main's")
     # safe(n) returns -n: its deferred function recovered the panic and set its result.
     safe = [(c, r) for c, r in a.pairs if h.record_function(c) == "main.safe"]
     values = collections.Counter(h._as_int(r.get("retval")) for c, r in safe if r.get("type") == "return")
     want = collections.Counter({(-(i + 3)) & 0xFFFFFFFFFFFFFFFF: 4 for i in range(5)})
     ck.check_eq(dict(values), dict(want), "main.safe's return values (its named result)")
     check_arguments(ck, a)
-    print(f"go: {sum(calls.values())} calls on {len(threads)} threads, "
+    print(f"go: {sum(calls.values())} calls on {len(threads)} goroutines, {moved}, "
           f"{sum(unwound['panic'].values())} frames unwound by the recovered panics")
     return ck.finish()
+
+
+def check_goroutines(ck, records):
+    """Go frames are their goroutines': each record's TID is -N for goroutine N, the
+    thread it ran on in `thread` (analyze() checks the nesting per TID, that is per
+    goroutine). The workers' goroutines ran on several threads, and hop's sleep in the
+    middle of a traced call let goroutines move to other threads or share one while a
+    call was open; say how often."""
+    events = [r for r in records if r.get("type") in ("call", "return", "unwound")]
+    not_goroutine = [r for r in events if not (isinstance(r.get("tid"), int) and r["tid"] < 0
+                                               and isinstance(r.get("thread"), int) and r["thread"] > 0)]
+    ck.check(not not_goroutine, f"Go frames not kept as a goroutine's (TID -N, thread=T): {not_goroutine[:3]}")
+    goroutines = {r["tid"] for r in events}
+    ck.check(len(goroutines) >= 5, f"calls on {len(goroutines)} goroutines, want main's and the 4 workers'")
+    threads = {r["thread"] for r in events if isinstance(r.get("thread"), int)}
+    ck.check(len(threads) >= 2, f"goroutines ran on {len(threads)} threads, want several")
+    # Moves: a goroutine's record on another thread than its previous one; shares: a
+    # record of another goroutine on the thread a goroutine with open calls last ran on.
+    last = {}
+    open_calls = collections.Counter()
+    moves = shares = 0
+    for r in events:
+        g, th = r["tid"], r.get("thread")
+        if g in last and last[g] != th:
+            moves += 1
+        if any(o != g and last.get(o) == th and open_calls[o] > 0 for o in last):
+            shares += 1
+        last[g] = th
+        open_calls[g] += 1 if r["type"] == "call" else -1
+    ck.check(moves + shares > 0, "no goroutine moved to another thread or shared one in a traced call: "
+                                 "the test did not exercise per-goroutine stacks")
+    return f"{moves} moves between threads, {shares} records on a thread another goroutine's open calls left"
 
 
 def check_arguments(ck, a):

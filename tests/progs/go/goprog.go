@@ -4,10 +4,9 @@
 // its own results and prints how often each function under test ran, as the C
 // tracees do (tests/progs/tracee.h): "calls NAME=N ...".
 //
-// Each goroutine locks itself to its thread (runtime.LockOSThread, which is nosplit:
-// no preemption before it) before any other call: no goroutine moves to another thread
-// inside a traced call, and no other goroutine runs on its thread meanwhile, so each
-// thread's records nest (functracer keeps call stacks per thread, not per goroutine).
+// Goroutines move between threads: hop yields (runtime.Gosched) inside a traced call,
+// so that another goroutine runs on its thread meanwhile and it goes on wherever the
+// scheduler puts it; functracer keeps call stacks per goroutine.
 package main
 
 import (
@@ -16,6 +15,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 	rounds  = 5
 )
 
-var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls int64
+var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls, hopCalls int64
 
 var names = []string{"alpha", "beta", "gamma", "delta"}
 
@@ -89,6 +89,18 @@ func describe(xs []int, name string, on bool) int {
 	return n
 }
 
+// hop lets other goroutines run, in the middle of a traced call: it sleeps (the
+// goroutine is parked, its thread runs others or idles, and a timer wakes it on
+// whichever thread takes it) and yields.
+//
+//go:noinline
+func hop(n int) int {
+	atomic.AddInt64(&hopCalls, 1)
+	time.Sleep(time.Millisecond)
+	runtime.Gosched()
+	return leaf(n) + 1
+}
+
 //go:noinline
 func worker(id int, out []int, wg *sync.WaitGroup) {
 	defer wg.Done()
@@ -101,6 +113,7 @@ func worker(id int, out []int, wg *sync.WaitGroup) {
 		sum += deep(depth, p)
 		sum += c.Add(i)
 		sum += safe(i + 3)
+		sum += hop(id) - 1 // leaf(p[0] = id)
 		xs := make([]int, i, 8)
 		if got, want := describe(xs, names[id], i%2 == 0), 100*i+10*len(names[id])+(1-i%2); got != want {
 			fmt.Fprintf(os.Stderr, "describe: got %d, want %d\n", got, want)
@@ -110,8 +123,6 @@ func worker(id int, out []int, wg *sync.WaitGroup) {
 	out[id] = sum
 }
 
-func init() { runtime.LockOSThread() }
-
 func main() {
 	runtime.GOMAXPROCS(workers)
 	out := make([]int, workers)
@@ -119,18 +130,17 @@ func main() {
 	for id := 0; id < workers; id++ {
 		wg.Add(1)
 		go func(id int) {
-			runtime.LockOSThread()
 			worker(id, out, &wg)
 		}(id)
 	}
 	wg.Wait()
 	for id := 0; id < workers; id++ {
-		// deep(depth) = depth + id + 1; Add's running total; safe(i+3) = -(i+3)
+		// deep(depth) = depth + id + 1; Add's running total; safe(i+3) = -(i+3); hop(id) - 1 = id + 1
 		want := 0
 		total := 0
 		for i := 0; i < rounds; i++ {
 			total += i
-			want += depth + id + 1 + total - (i + 3)
+			want += depth + id + 1 + total - (i + 3) + id + 1
 		}
 		if out[id] != want {
 			fmt.Fprintf(os.Stderr, "worker %d: got %d, want %d\n", id, out[id], want)
@@ -138,8 +148,8 @@ func main() {
 		}
 	}
 	fmt.Printf("%d workers agree\n", workers)
-	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d main.describe=%d\n",
-		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls)
+	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d main.describe=%d main.hop=%d\n",
+		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls, hopCalls)
 	fmt.Printf("unwound panic main.panicker=%d\n", panickerCalls) // none returns
 	os.Exit(3)
 }
