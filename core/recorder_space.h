@@ -93,6 +93,7 @@ struct RecorderSpace {
   bool guard_installed = false;
   uint64_t returns_noted = 0;
   uint64_t unguarded = 0;  // breakpoints the full trap table could not take
+  std::vector<uint32_t> trap_slots;  // the trap table's entries functracer filled (survival.cc)
   // Changed through add_patch, remove_patch, clear_patches and forget_module, which
   // keep the indexes right.
   std::vector<EntryPatchSite> patches;

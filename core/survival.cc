@@ -43,18 +43,35 @@ RemoteAddr remote(const Process& p, const void* field) {
   return rs.region + off;
 }
 
-void put_trap(ft_rec_guard* g, uint64_t at, uint64_t resume, uint64_t orig) {
+// Puts a trap in the table; the entries functracer filled are listed in
+// rs.trap_slots, so that emptying the table touches those alone.
+void put_trap(RecorderSpace& rs, ft_rec_guard* g, uint64_t at, uint64_t resume, uint64_t orig) {
   uint64_t i = ft_rec_addr_hash(at) & (FT_REC_TRAPS - 1);
   for (uint32_t n = 0; n < FT_REC_TRAPS; ++n, i = (i + 1) & (FT_REC_TRAPS - 1)) {
     ft_rec_trap& e = g->traps[i];
     if (e.at == at || e.at == 0) {
       e.resume = resume;
       e.orig = orig;
-      if (e.at == 0) ++g->ntraps;
+      if (e.at == 0) {
+        ++g->ntraps;
+        rs.trap_slots.push_back(static_cast<uint32_t>(i));
+      }
       __atomic_store_n(&e.at, at, __ATOMIC_RELEASE);
       return;
     }
   }
+}
+
+// Empties the trap table: the entries functracer filled, or every one when the table
+// holds others (a process sharing the region, vfork's child, added them).
+void clear_traps(RecorderSpace& rs, ft_rec_guard* g) {
+  if (g->ntraps == rs.trap_slots.size()) {
+    for (uint32_t i : rs.trap_slots) __atomic_store_n(&g->traps[i].at, 0, __ATOMIC_RELEASE);
+  } else {
+    for (ft_rec_trap& e : g->traps) __atomic_store_n(&e.at, 0, __ATOMIC_RELEASE);
+  }
+  rs.trap_slots.clear();
+  g->ntraps = 0;
 }
 
 void put_return(ft_rec_guard* g, uint64_t slot, uint64_t real) {
@@ -227,8 +244,7 @@ void retire(Process& p) {
   // handler stays the program's action (changing it needs a system call in a thread
   // of a process that is being let go of); it forwards every SIGTRAP to the program's
   // own action, and the next attach takes it out of the way (install).
-  for (ft_rec_trap& e : g->traps) e.at = 0;
-  g->ntraps = 0;
+  clear_traps(rs, g);
   for (ft_rec_return& e : g->returns) e.slot = 0;
   g->nreturns = 0;
   g->npatches = 0;
@@ -239,12 +255,12 @@ void retire(Process& p) {
 
 void note_return_trap(Process& p, RemoteAddr trap) {
   ft_rec_guard* g = guard(p);
-  if (g && g->ntraps < FT_REC_TRAPS / 2) put_trap(g, trap.value(), 0, uint64_t{FT_REC_TRAP_RETURN} << 8);
+  if (g && g->ntraps < FT_REC_TRAPS / 2) put_trap(p.space.recorder, g, trap.value(), 0, uint64_t{FT_REC_TRAP_RETURN} << 8);
 }
 
 void note_resume(Process& p, RemoteAddr trap, RemoteAddr resume) {
   ft_rec_guard* g = guard(p);
-  if (g && g->ntraps < FT_REC_TRAPS / 2) put_trap(g, trap.value(), resume.value(), 0);
+  if (g && g->ntraps < FT_REC_TRAPS / 2) put_trap(p.space.recorder, g, trap.value(), resume.value(), 0);
 }
 
 void note_trap(Process& p, const Breakpoint& bp) {
@@ -256,10 +272,10 @@ void note_trap(Process& p, const Breakpoint& bp) {
   }
   if (bp.entry.null())
     // An entry breakpoint (or a hook's): its byte goes back and the code runs as it is.
-    put_trap(g, bp.addr.value(), bp.slot.value(), bp.orig_byte | uint64_t{FT_REC_TRAP_RESTORE} << 8);
+    put_trap(p.space.recorder, g, bp.addr.value(), bp.slot.value(), bp.orig_byte | uint64_t{FT_REC_TRAP_RESTORE} << 8);
   else
     // A trampoline's stop path: on to the relocated first instructions.
-    put_trap(g, bp.addr.value(), bp.slot.value(), 0);
+    put_trap(p.space.recorder, g, bp.addr.value(), bp.slot.value(), 0);
 }
 
 void note_patch(Process& p, const EntryPatchSite& s, std::span<const uint8_t> patched) {
@@ -294,8 +310,7 @@ void sync_traps(Process& p) {
   if (!g) return;
   // Out first, then in: a trap of ours never reaches the handler while functracer
   // lives, and one of the program's is not in the table before or after.
-  for (ft_rec_trap& e : g->traps) __atomic_store_n(&e.at, 0, __ATOMIC_RELEASE);
-  g->ntraps = 0;
+  clear_traps(p.space.recorder, g);
   p.space.recorder.unguarded = 0;
   for (const auto& [addr, bp] : p.space.breakpoints) note_trap(p, bp);
   note_areas(p);
