@@ -125,6 +125,8 @@ struct FunctionInfo {
   // RegisterArg::members, kept where moving the FunctionInfo does not move them.
   std::vector<std::shared_ptr<const std::string>> member_texts;
   std::vector<const char*> param_members;
+  // RegisterSignature::ret_members ("S": a Go string result), kept as member_texts.
+  std::shared_ptr<const std::string> ret_members = std::make_shared<const std::string>();
   // A function whose return is a string has its returns stop, so the plugins' ret
   // callbacks can read the string (FT_TRACE_RETURN_VALUE, plugin.h).
   void set_signature(const RegisterSignature& rs) {
@@ -140,7 +142,8 @@ struct FunctionInfo {
     nparams = static_cast<int>(params.size());
     ret_kind = rs.ret_kind;
     ret_size = rs.ret_size;
-    if (ret_kind == FT_PARAM_STRING) value_only_mask = 0;
+    ret_members = std::make_shared<const std::string>(rs.ret_members);
+    if (ret_kind == FT_PARAM_STRING || !rs.ret_members.empty()) value_only_mask = 0;
   }
   ft_function view() const {
     return ft_function{name.c_str(), demangled.c_str(), module.c_str(), address.value(), 0, nparams,
@@ -149,7 +152,7 @@ struct FunctionInfo {
                        param_regs.empty() ? nullptr : param_regs.data(), ret_kind, ret_size,
                        param_labels.empty() ? nullptr : param_labels.data(),
                        param_formats.empty() ? nullptr : param_formats.data(),
-                       param_members.empty() ? nullptr : param_members.data()};
+                       param_members.empty() ? nullptr : param_members.data(), ret_members->c_str()};
   }
 
 };

@@ -155,6 +155,7 @@ void EventReporter::report_returns(Thread& t, const Registers& regs, const CallS
     const FunctionInfo& fn = p.space.functions[r.returned[i].fn];
     ft_ctx c = ctx(p, &t, &regs, now, static_cast<unsigned>(base + outer));
     c.return_to = r.real_ret;
+    c.go_abi = fn.go_abi && !deferred;  // Go's results are in its argument registers
     if (deferred) {
       c.deferred = true;
       c.deferred_xmm0 = deferred->xmm0;

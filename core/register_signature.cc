@@ -60,6 +60,9 @@ RegisterSignature register_signature(const arch::Traits& arch, const Signature& 
   }
   out.ret_kind = regs.ret ? static_cast<int>(param_kind(*regs.ret)) : -1;
   out.ret_size = regs.ret_size;
+  // Go returns its structures in registers from the first (a string: text pointer,
+  // length); C's register-returned aggregates have no description here.
+  if (sig.go_abi && !sig.returns_void && sig.ret.int_aggregate) out.ret_members = sig.ret.members;
   return out;
 }
 

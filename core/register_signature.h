@@ -30,6 +30,7 @@ struct RegisterSignature {
   std::vector<RegisterArg> args;  // parameters in declaration order, while their register is known
   int ret_kind = -1;              // ft_param_kind, -1 when unknown
   unsigned ret_size = 8;
+  std::string ret_members;        // ft_function.ret_members: a structure returned in registers
 };
 
 arch::FunctionType function_type(const Signature& sig);

@@ -140,10 +140,17 @@ typedef struct ft_function {
    *   CODE   := i1|i2|i4|i8 (signed) | u1|u2|u4|u8 | p (pointer) | s (char *) |
    *             f4|f8 | cN (an array of N chars) | S (std::string) | o (other) */
   const char *const *param_members;
+  /* Added after param_members; filled when ft_host_api.function_size >=
+   * FT_FUNCTION_SIZE_WITH_RET_MEMBERS: the structure the function returns in its
+   * return registers, in the grammar above without '*' or '^' ("S": a Go string
+   * result, its text pointer in retval and its length in arg(ctx, 1) at the return),
+   * else "". Reading it needs the traced memory at the return: the host stops there. */
+  const char *ret_members;
 } ft_function;
 
 #define FT_FUNCTION_SIZE_WITH_FORMATS (offsetof(ft_function, param_formats) + sizeof(const char *const *))
 #define FT_FUNCTION_SIZE_WITH_MEMBERS (offsetof(ft_function, param_members) + sizeof(const char *const *))
+#define FT_FUNCTION_SIZE_WITH_RET_MEMBERS (offsetof(ft_function, ret_members) + sizeof(const char *))
 
 /* A module (executable, shared library) mapped into or unmapped from a process. */
 typedef struct ft_module {
@@ -218,7 +225,8 @@ typedef struct ft_host_api {
   unsigned (*depth)(ft_ctx *ctx);
 
   /* Integer argument i (0..5) at a call (of a Go function: Go's internal ABI's
-   * registers, see FT_REG_FP0), the return value at a return. */
+   * registers, see FT_REG_FP0; at a Go function's return, its result registers), the
+   * return value at a return. */
   uint64_t (*arg)(ft_ctx *ctx, unsigned i);
   uint64_t (*retval)(ft_ctx *ctx);
 

@@ -68,6 +68,7 @@ struct State {
   bool streaming = false;
   bool host_formats = false;  // the host fills ft_function.param_labels/param_formats
   bool host_members = false;  // ... and ft_function.param_members
+  bool host_ret_members = false;  // ... and ft_function.ret_members
   std::unordered_map<int, ThreadLog> threads;  // per tid
   ft_ctx* ctx = nullptr;                       // the event being handled, for the layout's lines
   // The call log's options.
@@ -267,8 +268,14 @@ std::string format_symbolic(const char* set, unsigned size, uint64_t v) {
   return ft::symbolic::format(set, static_cast<int64_t>(v));
 }
 
+// A function returning a Go string (ft_function.ret_members "S").
+bool go_string_result(const ft_function* fn) {
+  return state.host_ret_members && fn->ret_members && std::strcmp(fn->ret_members, "S") == 0;
+}
+
 std::string format_return(const ft_function* fn, uint64_t rv, uint64_t frv, const std::optional<std::string>& str) {
   if (fn->ret_kind == FT_PARAM_VOID) return "";
+  if (go_string_result(fn) && str) return " = " + quote(*str);
   if (fn->ret_kind == FT_PARAM_FLOAT) return " = " + format_value(FT_PARAM_FLOAT, fn->ret_size, frv);
   if (fn->ret_kind == FT_PARAM_STRING) {
     if (rv == 0) return " = NULL";
@@ -486,6 +493,12 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   if (fn->ret_kind == FT_PARAM_STRING && rv != 0) {
     str = ft::sdk::read_string(host, ctx, rv, state.string_size + 1);
     if (str && str->size() > state.string_size) str->resize(state.string_size);
+  } else if (go_string_result(fn)) {
+    // A Go string: its text pointer in the return register, its length in the next.
+    uint64_t len = host->arg(ctx, 1);
+    size_t n = static_cast<size_t>(std::min<uint64_t>(len, state.string_size));
+    std::string text(n, '\0');
+    if (n == 0 || host->read_memory(ctx, rv, text.data(), n) == static_cast<long>(n)) str = std::move(text);
   }
   schema::ReturnRecord rec{{symbol_name(fn), fn->address, host->depth(ctx)}, rv,
                            fp ? std::optional<uint64_t>(frv) : std::nullopt};
@@ -577,6 +590,7 @@ const ft_plugin* setup(const ft_host_api* h) {
   state.host_formats = h->size >= offsetof(ft_host_api, function_size) + sizeof(h->function_size) &&
                        h->function_size >= FT_FUNCTION_SIZE_WITH_FORMATS;
   state.host_members = state.host_formats && h->function_size >= FT_FUNCTION_SIZE_WITH_MEMBERS;
+  state.host_ret_members = state.host_formats && h->function_size >= FT_FUNCTION_SIZE_WITH_RET_MEMBERS;
   if (const char* audit = h->option("audit"))
     if (!parse_audit(audit)) return nullptr;
   if (const char* libs = h->option("library")) add_library_patterns(libs);

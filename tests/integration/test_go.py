@@ -132,7 +132,7 @@ def check_arguments(ck, a):
     """Arguments and results in Go's registers, typed from Go's DWARF: the values the
     program passed and returned (goprog.go)."""
     want_types = {"main.leaf": "i8>i8", "main.safe": "i8>i8", "main.(*Counter).Add": "p,i8>i8",
-                  "main.describe": "o24,o16,u1>i8"}
+                  "main.describe": "o24,o16,u1>i8", "main.greet": "o16>o"}
     names = {"alpha", "beta", "gamma", "delta"}
     bad = collections.Counter()
     seen = collections.Counter()
@@ -150,6 +150,10 @@ def check_arguments(ck, a):
             ok = args[0] in range(4) and rv == args[0] + 1  # leaf(p[0] = id) = id + 1
         elif fn == "main.safe":
             ok = args[0] in range(3, 8) and (rv is None or rv == (-args[0]) & 0xFFFFFFFFFFFFFFFF)
+        elif fn == "main.greet":
+            # greet(name) = "hi " + name: the argument's text and the result's.
+            name = c.get("struct0", "").strip('"')
+            ok = name in names and args[1] == len(name) and r.get("retstr") == "hi " + name
         elif fn == "main.(*Counter).Add":
             ok = args[0] != 0 and args[1] in range(5)  # the receiver, then k = i
         else:

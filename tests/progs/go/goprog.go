@@ -24,7 +24,7 @@ const (
 	rounds  = 5
 )
 
-var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls, hopCalls int64
+var deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls, hopCalls, greetCalls int64
 
 var names = []string{"alpha", "beta", "gamma", "delta"}
 
@@ -89,6 +89,14 @@ func describe(xs []int, name string, on bool) int {
 	return n
 }
 
+// greet returns a string made at run time: its text pointer and length in two registers.
+//
+//go:noinline
+func greet(name string) string {
+	atomic.AddInt64(&greetCalls, 1)
+	return "hi " + name
+}
+
 // hop lets other goroutines run, in the middle of a traced call: it sleeps (the
 // goroutine is parked, its thread runs others or idles, and a timer wakes it on
 // whichever thread takes it) and yields.
@@ -114,6 +122,10 @@ func worker(id int, out []int, wg *sync.WaitGroup) {
 		sum += c.Add(i)
 		sum += safe(i + 3)
 		sum += hop(id) - 1 // leaf(p[0] = id)
+		if g := greet(names[id]); g != "hi "+names[id] {
+			fmt.Fprintf(os.Stderr, "greet: got %q\n", g)
+			os.Exit(1)
+		}
 		xs := make([]int, i, 8)
 		if got, want := describe(xs, names[id], i%2 == 0), 100*i+10*len(names[id])+(1-i%2); got != want {
 			fmt.Fprintf(os.Stderr, "describe: got %d, want %d\n", got, want)
@@ -148,8 +160,8 @@ func main() {
 		}
 	}
 	fmt.Printf("%d workers agree\n", workers)
-	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d main.describe=%d main.hop=%d\n",
-		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls, hopCalls)
+	fmt.Printf("calls main.deep=%d main.leaf=%d main.(*Counter).Add=%d main.panicker=%d main.safe=%d main.worker=%d main.describe=%d main.hop=%d main.greet=%d\n",
+		deepCalls, leafCalls, methodCalls, panickerCalls, safeCalls, workerCalls, describeCalls, hopCalls, greetCalls)
 	fmt.Printf("unwound panic main.panicker=%d\n", panickerCalls) // none returns
 	os.Exit(3)
 }
