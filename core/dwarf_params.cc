@@ -547,36 +547,27 @@ std::optional<Signature> DwarfParams::signature(uint64_t link_addr) {
   Dwarf_Die die = it->die;
   Signature sig;
   Dwarf_Die cu;
-  if (dwarf_diecu(&die, &cu, nullptr, nullptr) != nullptr && dwarf_srclang(&cu) == DW_LANG_Go) {
-    // Go: the results are formal parameters too (DW_AT_variable_parameter); the
-    // first is what the result register holds.
-    sig.go_abi = true;
-    Dwarf_Die child;
-    if (dwarf_child(&die, &child) == 0) {
-      do {
-        if (dwarf_tag(&child) != DW_TAG_formal_parameter) continue;
-        ParamInfo p;
-        p.name = name_of(&child);
-        describe_go_type(&child, &p);
-        if (!flag(&child, DW_AT_variable_parameter)) {
-          sig.params.push_back(std::move(p));
-        } else if (sig.returns_void) {
-          sig.returns_void = false;
-          sig.ret = std::move(p);
-        }
-      } while (dwarf_siblingof(&child, &child) == 0);
-    }
-    return sig;
-  }
-  sig.returns_void = !describe_type(&die, &sig.ret);
+  // Go: the results are formal parameters too (DW_AT_variable_parameter); the first
+  // is what the result register holds.
+  sig.go_abi = dwarf_diecu(&die, &cu, nullptr, nullptr) != nullptr && dwarf_srclang(&cu) == DW_LANG_Go;
+  if (!sig.go_abi) sig.returns_void = !describe_type(&die, &sig.ret);
   Dwarf_Die child;
   if (dwarf_child(&die, &child) == 0) {
     do {
       if (dwarf_tag(&child) != DW_TAG_formal_parameter) continue;
       ParamInfo p;
       p.name = name_of(&child);
-      if (!describe_type(&child, &p, true)) p.kind = ParamInfo::Kind::Other;
-      sig.params.push_back(std::move(p));
+      if (sig.go_abi) {
+        describe_go_type(&child, &p);
+      } else if (!describe_type(&child, &p, true)) {
+        p.kind = ParamInfo::Kind::Other;
+      }
+      if (!sig.go_abi || !flag(&child, DW_AT_variable_parameter)) {
+        sig.params.push_back(std::move(p));
+      } else if (sig.returns_void) {
+        sig.returns_void = false;
+        sig.ret = std::move(p);
+      }
     } while (dwarf_siblingof(&child, &child) == 0);
   }
   return sig;
