@@ -13,35 +13,36 @@ namespace ft {
 
 namespace {
 
-// (pointer and length: the iterator form of append goes through replace, which costs
-// more on this hot path)
-void append_u64(std::string& out, uint64_t v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<size_t>(res.ptr - buf));
-}
-
-void append_i64(std::string& out, int64_t v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<size_t>(res.ptr - buf));
-}
-
-void append_hex(std::string& out, uint64_t v) {
-  // "0x" and the digits without leading zeros (lowercase), filled from the end.
-  char buf[18];
-  char* p = buf + sizeof buf;
-  do {
-    *--p = kHexDigits[v & 15];
-    v >>= 4;
-  } while (v);
-  *--p = 'x';
-  *--p = '0';
-  out.append(p, static_cast<size_t>(buf + sizeof buf - p));
-}
-
 // Bytes written as they are inside a quoted string.
 bool is_plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
+// `s` as a double-quoted string value with the trace escapes, handed to
+// put(const char*, size_t) in pieces: runs of plain bytes and escapes.
+template <class Put>
+void quote_into(std::string_view s, Put&& put) {
+  put("\"", 1);
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t run = i;
+    while (run < s.size() && is_plain(static_cast<unsigned char>(s[run]))) ++run;
+    if (run > i) put(s.data() + i, run - i);
+    if (run == s.size()) break;
+    auto c = static_cast<unsigned char>(s[run]);
+    switch (c) {
+      case '\\': put("\\\\", 2); break;
+      case '"': put("\\\"", 2); break;
+      case '\n': put("\\n", 2); break;
+      case '\t': put("\\t", 2); break;
+      case '\r': put("\\r", 2); break;
+      default: {
+        char esc[4] = {'\\', 'x', kHexDigits[c >> 4], kHexDigits[c & 15]};
+        put(esc, 4);
+      }
+    }
+    i = run + 1;
+  }
+  put("\"", 1);
+}
 
 // Bytes that only the \xHH form can carry (the canonical encoding uses the short
 // escapes for the others).
@@ -427,70 +428,93 @@ const HexList* TraceRecord::get_list(std::string_view key) const {
 }
 
 void append_quoted(std::string& out, std::string_view s) {
-  out += '"';
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t run = i;
-    while (run < s.size() && is_plain(static_cast<unsigned char>(s[run]))) ++run;
-    out.append(s.data() + i, run - i);
-    if (run == s.size()) break;
-    auto c = static_cast<unsigned char>(s[run]);
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default: {
-        char esc[4] = {'\\', 'x', kHexDigits[c >> 4], kHexDigits[c & 15]};
-        out.append(esc, 4);
-      }
-    }
-    i = run + 1;
-  }
-  out += '"';
+  quote_into(s, [&](const char* p, size_t n) { out.append(p, n); });
 }
 
 LineAppender::LineAppender(std::string& out, uint64_t seq, int64_t tid, uint64_t ts_ns, std::string_view type)
-    : out_(out) {
-  append_u64(out_, seq);
-  out_ += ' ';
-  append_i64(out_, tid);
-  out_ += ' ';
-  append_u64(out_, ts_ns);
-  out_ += ' ';
-  out_ += type;
+    : out_(out), p_(stage_) {
+  u64(seq);
+  *p_++ = ' ';
+  i64(tid);
+  *p_++ = ' ';
+  u64(ts_ns);
+  *p_++ = ' ';
+  put(type.data(), type.size());
+}
+
+void LineAppender::put(const char* s, size_t n) {
+  if (room() < n) {
+    spill();
+    if (n > kStage) {
+      out_.append(s, n);
+      return;
+    }
+  }
+  std::memcpy(p_, s, n);
+  p_ += n;
+}
+
+void LineAppender::u64(uint64_t v) {
+  reserve(20);
+  p_ = std::to_chars(p_, p_ + 20, v).ptr;
+}
+
+void LineAppender::i64(int64_t v) {
+  reserve(20);
+  p_ = std::to_chars(p_, p_ + 20, v).ptr;
+}
+
+void LineAppender::hex_digits(uint64_t v) {
+  // "0x" and the digits without leading zeros (lowercase), filled from the end.
+  reserve(18);
+  int digits = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+  p_[0] = '0';
+  p_[1] = 'x';
+  char* d = p_ + 2 + digits;
+  p_ = d;
+  do {
+    *--d = kHexDigits[v & 15];
+    v >>= 4;
+  } while (v);
 }
 
 void LineAppender::key(std::string_view k) {
-  out_ += ' ';
-  out_ += k;
-  out_ += '=';
+  reserve(k.size() + 2);  // keys are short names: one reserve, two stores and a copy
+  if (k.size() + 2 > kStage) {
+    put(' ');
+    put(k.data(), k.size());
+    put('=');
+    return;
+  }
+  *p_++ = ' ';
+  std::memcpy(p_, k.data(), k.size());
+  p_ += k.size();
+  *p_++ = '=';
 }
 
 void LineAppender::integer(std::string_view k, int64_t v) {
   key(k);
-  append_i64(out_, v);
+  i64(v);
 }
 
 void LineAppender::hex(std::string_view k, uint64_t v) {
   key(k);
-  append_hex(out_, v);
+  hex_digits(v);
 }
 
 void LineAppender::str(std::string_view k, std::string_view s) {
   key(k);
-  append_quoted(out_, s);
+  quote_into(s, [&](const char* p, size_t n) { put(p, n); });
 }
 
 void LineAppender::list(std::string_view k, const uint64_t* v, size_t n) {
   key(k);
-  out_ += '[';
+  put('[');
   for (size_t i = 0; i < n; ++i) {
-    if (i) out_ += ',';
-    append_hex(out_, v[i]);
+    if (i) put(',');
+    hex_digits(v[i]);
   }
-  out_ += ']';
+  put(']');
 }
 
 void append_record(std::string& out, const TraceRecord& r) {

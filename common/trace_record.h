@@ -76,18 +76,49 @@ std::string format_record(const TraceRecord& r);
 void append_record(std::string& out, const TraceRecord& r);
 // Writes one line field by field into `out` (no newline): the text append_record gives
 // for the record with those fields, for writers that do not build a TraceRecord. Its
-// calls are the Writer the typed views of functracer/schema.h expect.
+// calls are the Writer the typed views of functracer/schema.h expect. The line is
+// formatted in a small buffer of its own and appended to `out` in one piece (per
+// 480 bytes for long lines) by newline() or the destructor: a record is dozens of
+// short pieces, each of which would otherwise go through std::string::append.
 class LineAppender {
  public:
   LineAppender(std::string& out, uint64_t seq, int64_t tid, uint64_t ts_ns, std::string_view type);
+  ~LineAppender() { spill(); }
+  LineAppender(const LineAppender&) = delete;
+  LineAppender& operator=(const LineAppender&) = delete;
   void integer(std::string_view key, int64_t v);
   void hex(std::string_view key, uint64_t v);
   void str(std::string_view key, std::string_view s);
   void list(std::string_view key, const uint64_t* v, size_t n);
+  // Ends the line ('\n') and appends it to `out`; nothing may be added after.
+  void newline() {
+    put('\n');
+    spill();
+  }
 
  private:
+  static constexpr size_t kStage = 480;
+  size_t room() const { return static_cast<size_t>(stage_ + kStage - p_); }
+  void spill() {
+    out_.append(stage_, static_cast<size_t>(p_ - stage_));
+    p_ = stage_;
+  }
+  // Makes room for n <= kStage bytes.
+  void reserve(size_t n) {
+    if (room() < n) spill();
+  }
+  void put(char c) {
+    reserve(1);
+    *p_++ = c;
+  }
+  void put(const char* s, size_t n);
   void key(std::string_view k);
+  void u64(uint64_t v);
+  void i64(int64_t v);
+  void hex_digits(uint64_t v);
   std::string& out_;
+  char* p_;
+  char stage_[kStage];
 };
 // Appends `s` as a double-quoted string value with the trace escapes (\\ \" \n \t \r,
 // \xHH for other bytes below 0x20 or from 0x7f): the result is printable ASCII.

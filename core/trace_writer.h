@@ -60,9 +60,11 @@ class TraceWriter {
   // The same for a record written field by field: fields(LineAppender&) appends them.
   template <class F>
   void write_line(int64_t tid, uint64_t ts_ns, std::string_view type, F&& fields) {
-    LineAppender line(buf_, ++seq_, tid, ts_ns, type);
-    fields(line);
-    buf_.push_back('\n');
+    {
+      LineAppender line(buf_, ++seq_, tid, ts_ns, type);
+      fields(line);
+      line.newline();
+    }
     appended(ts_ns);
   }
   // Writes what is buffered; wait: returns once it is on disk (else a compressed

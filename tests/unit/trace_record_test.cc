@@ -363,6 +363,35 @@ TEST(TraceRecord, RandomRecordsRoundTrip) {
   }
 }
 
+// Lines longer than LineAppender's own buffer (480 bytes), with values that straddle
+// it at every offset: strings, lists, keys and escapes cut across the boundary come
+// out whole. The expected text is built by plain string operations.
+TEST(TraceRecord, LongLinesFormatWhole) {
+  for (size_t n = 440; n < 1000; n += 7) {
+    TraceRecord r;
+    r.seq = 7;
+    r.tid = -3;
+    r.ts_ns = 11;
+    r.type = "t";
+    std::string text(n, 'a');
+    for (size_t i = 0; i < n; i += 13) text[i] = '"';
+    HexList frames(n / 10, 0xabc);
+    std::string key(n / 2, 'k');
+    r.add("s", text).add("f", frames).add(key, Hex{0x1f}).add("i", int64_t{-5});
+    std::string want = "7 -3 11 t s=\"";
+    for (char c : text) want += c == '"' ? std::string("\\\"") : std::string(1, c);
+    want += "\" f=[";
+    for (size_t i = 0; i < frames.size(); ++i) want += i ? ",0xabc" : "0xabc";
+    want += "] " + key + "=0x1f i=-5";
+    std::string out = "head ";
+    append_record(out, r);
+    ASSERT_EQ(out, "head " + want) << n;
+    auto back = parse_record(want);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    ASSERT_EQ(*back, r);
+  }
+}
+
 // One RecordParser and one record over a stream of random lines, good and damaged, of
 // every shape (fields of other types and counts than the line before): each parse gives
 // what a fresh parse_record gives.
