@@ -13,6 +13,16 @@ namespace ft {
 
 namespace {
 
+// "000102...ff": the two digits of every byte.
+constexpr std::array<char, 512> kHexPairs = [] {
+  std::array<char, 512> t{};
+  for (size_t b = 0; b < 256; ++b) {
+    t[2 * b] = kHexDigits[b >> 4];
+    t[2 * b + 1] = kHexDigits[b & 15];
+  }
+  return t;
+}();
+
 // Bytes written as they are inside a quoted string.
 bool is_plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
 
@@ -465,17 +475,20 @@ void LineAppender::i64(int64_t v) {
 }
 
 void LineAppender::hex_digits(uint64_t v) {
-  // "0x" and the digits without leading zeros (lowercase), filled from the end.
+  // "0x" and the digits without leading zeros (lowercase), filled from the end two at
+  // a time.
   reserve(18);
-  int digits = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+  int digits = v ? (67 - __builtin_clzll(v)) / 4 : 1;
   p_[0] = '0';
   p_[1] = 'x';
   char* d = p_ + 2 + digits;
   p_ = d;
-  do {
-    *--d = kHexDigits[v & 15];
-    v >>= 4;
-  } while (v);
+  for (; v >= 0x100; v >>= 8) {
+    d -= 2;
+    std::memcpy(d, &kHexPairs[2 * (v & 0xff)], 2);
+  }
+  if (v >= 0x10) std::memcpy(d - 2, &kHexPairs[2 * v], 2);
+  else d[-1] = kHexDigits[v];
 }
 
 void LineAppender::key(std::string_view k) {

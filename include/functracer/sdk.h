@@ -128,14 +128,20 @@ void record(const ft_host_api* host, ft_ctx* ctx, const View& v) {
 
 // ---- call stacks --------------------------------------------------------------------
 
-// At most `max` return addresses of ctx's thread (host->backtrace); empty when
-// max is 0 or none can be found.
-inline std::vector<ft_addr> backtrace(const ft_host_api* host, ft_ctx* ctx, unsigned max) {
-  std::vector<ft_addr> frames;
-  if (max == 0 || !host->backtrace) return frames;
+// At most `max` return addresses of ctx's thread (host->backtrace) into `frames`,
+// whose memory is reused; empty when max is 0 or none can be found.
+inline void backtrace_into(const ft_host_api* host, ft_ctx* ctx, unsigned max, std::vector<ft_addr>& frames) {
+  frames.clear();
+  if (max == 0 || !host->backtrace) return;
   frames.resize(max);
   int n = host->backtrace(ctx, frames.data(), static_cast<int>(max));
   frames.resize(n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+// The same, in a new vector.
+inline std::vector<ft_addr> backtrace(const ft_host_api* host, ft_ctx* ctx, unsigned max) {
+  std::vector<ft_addr> frames;
+  backtrace_into(host, ctx, max, frames);
   return frames;
 }
 

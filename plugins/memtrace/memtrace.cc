@@ -176,6 +176,21 @@ ProcessState& process_of(ft_ctx* ctx) {
   return *ps;
 }
 
+// Call stack vectors of finished calls, kept for the next calls: an allocation and a
+// release of the plugin's own per traced allocation otherwise.
+std::vector<std::vector<ft_addr>> spare_frames;
+
+std::vector<ft_addr> frames_buffer() {
+  if (spare_frames.empty()) return {};
+  std::vector<ft_addr> v = std::move(spare_frames.back());
+  spare_frames.pop_back();
+  return v;
+}
+
+void recycle(Pending& p) {
+  if (p.frames.capacity() && spare_frames.size() < 256) spare_frames.push_back(std::move(p.frames));
+}
+
 bool monitored(uint64_t size) {
   if (opts.monitor.empty()) return true;
   for (auto [lo, hi] : opts.monitor)
@@ -359,7 +374,8 @@ void on_call(void*, ft_ctx* ctx, const ft_function* fn) {
   p.depth = host->depth(ctx);
   p.outer = outer;
   if (outer && opts.depth > 0 && !is_mapping(kind)) {
-    p.frames = sdk::backtrace(host, ctx, std::min(opts.depth, 1024u));
+    p.frames = frames_buffer();
+    sdk::backtrace_into(host, ctx, std::min(opts.depth, 1024u), p.frames);
     p.have_frames = true;
   }
   uint64_t a0 = host->arg(ctx, 0), a1 = host->arg(ctx, 1), a2 = host->arg(ctx, 2);
@@ -474,15 +490,28 @@ void settle_inner(ft_ctx* ctx, Pending& p, const Outcome& o) {
   p.inner.clear();
 }
 
+// While the outermost call being ended makes its records: its call stack is theirs.
+// Its vector is kept for later calls afterwards.
+class Returning {
+ public:
+  explicit Returning(Pending& p) : p_(p) { g_returning = &p; }
+  ~Returning() {
+    g_returning = nullptr;
+    recycle(p_);
+  }
+  Returning(const Returning&) = delete;
+  Returning& operator=(const Returning&) = delete;
+
+ private:
+  Pending& p_;
+};
+
 bool is_aligned_kind(Kind k) { return k == kMemalign || k == kNewAligned || k == kNewAlignedNothrow || k == kPosixMemalign; }
 
 void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
   Pending p;
   if (!take_pending(ctx, &p)) return;
-  struct Returning {
-    explicit Returning(const Pending* p) { g_returning = p; }
-    ~Returning() { g_returning = nullptr; }
-  } returning(&p);
+  Returning returning(p);
   uint64_t ret = host->retval(ctx);
   if (is_mapping(p.kind)) {
     if (p.outer) on_mapping_return(ctx, p, ret);  // inside malloc: the heap's own pages
@@ -518,10 +547,7 @@ void on_return(void*, ft_ctx* ctx, const ft_function* fn) {
 void on_unwound(void*, ft_ctx* ctx, const ft_function*, const char* reason) {
   Pending p;
   if (!take_pending(ctx, &p) || !p.outer) return;
-  struct Returning {
-    explicit Returning(const Pending* p) { g_returning = p; }
-    ~Returning() { g_returning = nullptr; }
-  } returning(&p);
+  Returning returning(p);
   settle_inner(ctx, p, Outcome{});
   bool thrown = reason && std::strcmp(reason, "exception") == 0;
   if (thrown && p.kind != kDelete && !is_mapping(p.kind)) record_failed(ctx, p.function.c_str(), p.size);
