@@ -226,6 +226,24 @@ class Table:
         print(f"{name:<{self.columns[0][1]}}  ERROR: {message}")
 
 
+def functracer_run(err, m, outdir):
+    """What a check of a functracer run with -o outdir and --stats starts with: its
+    --stats line and ptrace stops into m.extra, no record lost to full buffers, one
+    trace file. Returns (problem, records per type of that file): problem is None
+    when all is well."""
+    m.extra["stats"] = stats_line(err)
+    lost = re.search(r"(\d+) lost", err)
+    if lost and int(lost.group(1)) != 0:
+        return f"functracer lost {lost.group(1)} records to full buffers", {}
+    stops = stats_stops(err)
+    if stops is not None:
+        m.extra["stops"] = stops
+    files = glob.glob(os.path.join(outdir, "*.trace*"))
+    if len(files) != 1:
+        return f"functracer wrote {len(files)} trace files", {}
+    return None, count_records(files[0])
+
+
 def stats_line(err, words=("stops",)):
     """The last line of functracer's --stats output that has one of words."""
     lines = [ln for ln in err.splitlines() if any(w in ln for w in words)]

@@ -31,7 +31,7 @@ import shutil
 import sys
 
 import benchlib
-from benchlib import Table, count_records, measure, run
+from benchlib import Table, measure, run
 
 
 def main():
@@ -63,17 +63,10 @@ def main():
             shutil.rmtree(outdir, ignore_errors=True)
 
         def ft_check(out, err, m):
-            m.extra["stats"] = benchlib.stats_line(err)
-            lost = re.search(r"(\d+) lost", err)
-            if lost and int(lost.group(1)) != 0:
-                return f"functracer lost {lost.group(1)} records to full buffers"
-            stops = benchlib.stats_stops(err)
-            if stops is not None:
-                m.extra["stops"] = stops
+            problem, c = benchlib.functracer_run(err, m, outdir)
+            if problem:
+                return problem
             files = glob.glob(os.path.join(outdir, "*.trace*"))
-            if len(files) != 1:
-                return f"functracer wrote {len(files)} trace files"
-            c = count_records(files[0])
             if c.get("alloc", 0) != n or c.get("free", 0) != n:
                 return (f"functracer recorded {c.get('alloc', 0)} allocs and {c.get('free', 0)} "
                         f"frees, not {n} each")

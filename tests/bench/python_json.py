@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 import benchlib
-from benchlib import Table, count_records, measure
+from benchlib import Table, measure
 
 WORKLOAD = r'''
 import json, sys, time
@@ -112,20 +112,10 @@ def main():
             shutil.rmtree(outdir, ignore_errors=True)
 
         def ft_check(out, err, m):
-            m.extra["stats"] = benchlib.stats_line(err)
-            lost = re.search(r"(\d+) lost", err)
-            if lost and int(lost.group(1)) != 0:
-                return f"functracer lost {lost.group(1)} records to full buffers"
-            stops = benchlib.stats_stops(err)
-            if stops is not None:
-                m.extra["stops"] = stops
-            files = glob.glob(os.path.join(outdir, "*.trace*"))
-            if len(files) != 1:
-                return f"functracer wrote {len(files)} trace files"
-            c = count_records(files[0])
+            problem, c = benchlib.functracer_run(err, m, outdir)
             m.extra["allocs"] = c.get("alloc", 0)
             m.extra["frees"] = c.get("free", 0)
-            return None
+            return problem
 
         cmd = [args.functracer, "-q", "-e", "memtrace", "-b", "8", "-o", outdir, "--stats"] + workload
         results.append(bench("functracer -b 8", cmd, ft_check, prepare=clean))
