@@ -44,6 +44,8 @@ struct TracerStats {
   uint64_t recorded_calls = 0;    // calls recorded in the process (no stop)
   uint64_t recorded_returns = 0;  // returns recorded in the process
   uint64_t recorded_lost = 0;     // events a full buffer in the process could not take
+  uint64_t room_retries = 0;      // entries that found their buffer full and were recorded
+                                  // once its records were copied out (Tracer::retry_for_room)
   uint64_t attaches = 0;            // processes attached to (-p)
   uint64_t attach_held_max_ns = 0;  // the longest time a process's threads were held at an attach
   uint64_t attach_setup_max_ns = 0; // of that attach, the set-up (modules read, probes planted)

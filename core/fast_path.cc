@@ -455,6 +455,17 @@ void FastPath::note_thread(Thread& t, const Registers& regs) {
   sync(t);
 }
 
+bool FastPath::short_of_room(const Process& p, const Thread& t) {
+  // A call with its return and a deep call stack takes a few KiB at most (1,024
+  // frames: 8 KiB).
+  constexpr uint64_t kRoom = 64 << 10;
+  const RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || rs.borrowed || !rs.rings || t.rec_ring < 0) return false;
+  const ft_rec_ring* r = ft_rec_ring_at(rs.rings->header(), static_cast<uint64_t>(t.rec_ring));
+  uint64_t used = __atomic_load_n(&r->head, __ATOMIC_RELAXED) - r->tail;
+  return used + kRoom > rs.rings->ring_bytes();
+}
+
 void FastPath::collect(Process& p, RecordedBatch& out) {
   RecorderSpace& rs = p.space.recorder;
   if (!rs.ready || rs.borrowed || !rs.rings) return;

@@ -109,6 +109,9 @@ class FastPath {
   static constexpr size_t kMinRecordWords = FT_REC_CALL_ARGS + FT_REC_MAX_ARGS;
   // Appends everything the threads of p recorded since the last call to out.
   void collect(Process& p, RecordedBatch& out);
+  // Whether t's ring has less room than a recorded call may need: an entry that
+  // reached its trampoline's trap then most likely found it full.
+  static bool short_of_room(const Process& p, const Thread& t);
   // Lost events (full rings) since the last call, reported as `lost` records.
   void report_losses(Process& p);
   // Writes the thread's hooked frames (the recorded frames of its shadow stack, which

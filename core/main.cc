@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
       ft::log::error("{} function entries patched for the in-process recorder, {} kept a breakpoint; {} calls and "
                      "{} returns recorded in the process, {} lost to full buffers",
                      s.patched, s.patch_refused, s.recorded_calls, s.recorded_returns, s.recorded_lost);
+    if (s.room_retries)
+      ft::log::error("{} recorded calls found their thread's buffer full and went on once its records were copied "
+                     "out", s.room_retries);
     if (s.patched)
       ft::log::error("{} of the patched entries keep their first instruction in place (a uprobe another tool puts "
                      "there runs on into the patch), {} do not",

@@ -203,7 +203,7 @@ void ReturnHooks::release(Thread& t) {
   t.fast_records.clear();
 }
 
-void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
+void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp, const std::function<void()>& collected) {
   if (stopped) stopped->sp_word_valid = false;
   std::vector<Ret> rets;
   collect_returns(p, stopped, sp, [&](Thread* t, const Record& r) { rets.push_back({t, r}); });
@@ -213,6 +213,7 @@ void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp) {
   FastPath::RecordedBatch batch = std::move(batch_);
   batch.clear();
   if (fast_path_) fast_path_->collect(p, batch);
+  if (collected) collected();
   if (!rets.empty() || !batch.records.empty()) report_in_order(rets, batch);
   batch_ = std::move(batch);
   if (fast_path_) fast_path_->report_losses(p);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -52,8 +53,11 @@ class ReturnHooks {
   bool push_fast(Thread& t, Registers& regs, RemoteAddr slot, RemoteAddr real_ret);
   // Reports the returns the process handled since the last stop; call before handling
   // any stop of the process. stopped, sp: the thread whose stop this is and its sp;
-  // the word there is read along (Thread::sp_word).
-  void drain(Process& p, Thread* stopped = nullptr, RemoteAddr sp = RemoteAddr());
+  // the word there is read along (Thread::sp_word). collected, if given, is called
+  // once the records are copied out of the process and before they are reported (the
+  // stopped thread may be let go there: its ring is empty).
+  void drain(Process& p, Thread* stopped = nullptr, RemoteAddr sp = RemoteAddr(),
+             const std::function<void()>& collected = {});
   // Writes the thread's records again after its shadow stack changed other than by a
   // push or a drained return.
   void sync(Thread& t);

@@ -558,6 +558,7 @@ void Tracer::on_syscall(Thread& t) {
 void Tracer::handle_sigtrap(Thread& t) {
   Process& p = *t.process;
   auto regs = ptrace::get_regs(t.tid);
+  if (regs && retry_for_room(t, *regs)) return;
   returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : RemoteAddr());
   if (!regs) return;  // vanished; its exit status follows
   RemoteAddr at = arch::host().trap_address(regs->ip());
@@ -575,6 +576,32 @@ void Tracer::handle_sigtrap(Thread& t) {
     return;
   }
   on_entry(t, *regs, it->second);
+}
+
+bool Tracer::retry_for_room(Thread& t, Registers& regs) {
+  // A recorded entry whose thread's ring was full takes its trampoline's trap. Its
+  // records are copied out, and the thread goes back to the function's entry (the
+  // state at the trap is the entry's: the trampoline's stop path relies on it) to be
+  // recorded in the emptied ring, running while functracer reports what it copied,
+  // instead of waiting for the report and then taking the stop path.
+  Process& p = *t.process;
+  RemoteAddr at = arch::host().trap_address(regs.ip());
+  auto bp = p.space.breakpoints.find(at);
+  if (bp == p.space.breakpoints.end() || bp->second.entry.null() || !enabled_ || !FastPath::short_of_room(p, t))
+    return false;
+  bool retried = false;
+  returns_.drain(p, &t, regs.sp(), [&] {
+    // Nothing copied frees room when the oldest record is still being written (a
+    // signal handler interrupted the recorder): the stop path then.
+    if (FastPath::short_of_room(p, t)) return;
+    Registers again = regs;
+    again.set_ip(bp->second.entry);
+    if (!ptrace::set_regs(t.tid, again)) return;
+    ++stats_.room_retries;
+    retried = true;
+    resume(t);
+  });
+  return retried;
 }
 
 // ---------------------------------------------------------------------------------

@@ -118,6 +118,10 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   // exec: the other threads and the old image's modules, breakpoints and areas are gone.
   void forget_image(Thread& t);
   void handle_sigtrap(Thread& t);
+  // At a trampoline's trap: the thread's ring full, its records copied out and the
+  // thread sent back to the entry, running while they are reported. False when not
+  // (the trap is handled as usual).
+  bool retry_for_room(Thread& t, Registers& regs);
   void on_syscall(Thread& t);
   // The thread reached the signal trap: the signals held while it recorded (FastPath::hold_signal).
   void deliver_held(Thread& t, Registers& regs);

@@ -10,7 +10,8 @@ checked against the stop path (FT_FAST_PATH=0: every entry a breakpoint stop) on
     recorder), which depends on the stops, so each run is checked on its own: the
     program's counts and checks, no unwound record, returns in order;
   * cost: most calls are recorded without a stop (--stats), and there are far fewer
-    stops than calls;
+    stops than calls; fib(20) fills its thread's ring, and the calls that find it full
+    are recorded too once it is copied out (only the thread's first call takes a stop);
   * the programs' own checks of every result, and stdout as untraced.
 
 usage: test_fast_path.py   (programs from FT_PROGS_DIR)"""
@@ -28,6 +29,9 @@ from test_prog import PROGRAMS  # noqa: E402
 
 # Their return values hold pids and stack addresses, which differ between runs.
 MORE_EVENTS = [
+    # fib(20): 21,891 calls, more than a thread's ring holds (it fills, and the calls
+    # that find it full go on once it is copied out: Tracer::retry_for_room).
+    ("recursion-O2", ["20"], "fib", []),
     ("threads-O2", [], PROGRAMS["threads"].patterns, []),
     ("forks-O2", [], PROGRAMS["forks"].patterns, ["-f"]),
 ]
@@ -133,9 +137,14 @@ def check_cost(ck, tmp):
     exe = os.path.join(h.progs_dir(), "recursion-O2")
     res = traced(ck, "recursion (cost)", exe, ["20"], "fib", os.path.join(tmp, "cost"), True)
     stops, calls, patched, recorded, lost = stats(res.err)
-    print(f"recursion 20, fib: {calls} calls, {recorded} recorded in the process, {stops} ptrace stops")
+    full = re.search(r"([0-9]+) recorded calls found their thread's buffer full", res.err)
+    print(f"recursion 20, fib: {calls} calls, {recorded} recorded in the process, {stops} ptrace stops, "
+          f"{full.group(1) if full else 0} found the buffer full")
     ck.check(patched >= 1, f"fib's entry was not patched:\n{res.err}")
-    ck.check(calls > 20000 and recorded >= calls - 10, f"{recorded} of {calls} calls recorded in the process")
+    # Only the thread's first call takes a stop (it gets its ring there); a call that
+    # finds the ring full (2 MB of records here: it fills) is recorded once the ring
+    # is copied out.
+    ck.check(calls > 20000 and recorded >= calls - 2, f"{recorded} of {calls} calls recorded in the process")
     ck.check(stops < calls // 20, f"{stops} ptrace stops for {calls} calls")
     ck.check_eq(lost, 0, "events lost to full buffers")
 
