@@ -140,6 +140,9 @@ class RecordParser {
 
 // First line of every trace file; identifies the file and the format version.
 inline constexpr std::string_view kTraceMagic = "functracer-trace";
-inline constexpr int kTraceFormatVersion = 1;
+// Version 2 writes backtraces once (`stack` records, `stack=N` fields); readers
+// read versions kOldestTraceFormatVersion to kTraceFormatVersion.
+inline constexpr int kTraceFormatVersion = 2;
+inline constexpr int kOldestTraceFormatVersion = 1;
 
 }  // namespace ft

@@ -511,10 +511,25 @@ void PluginHost::record(ft_ctx& ctx, const char* type, const ft_field* fields, s
   Process* p = ctx.process;
   if (!p || !p->trace) return;
   int tid = ctx.thread ? ctx.thread->tid : p->pid();
-  p->trace->write_line(ctx.stream_tid ? ctx.stream_tid : tid, ctx.now_ns, type, [&](LineAppender& line) {
+  int64_t line_tid = ctx.stream_tid ? ctx.stream_tid : tid;
+  // A backtrace is written once, as a `stack` record before this one, and referred to.
+  size_t frames_at = n;
+  uint64_t stack = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (fields[i].kind == FT_FIELD_HEX_LIST && std::strcmp(fields[i].key, schema::key::kFrames) == 0) {
+      stack = p->trace->stack_ref(line_tid, ctx.now_ns, fields[i].list, fields[i].list_len);
+      frames_at = i;
+      break;
+    }
+  }
+  p->trace->write_line(line_tid, ctx.now_ns, type, [&](LineAppender& line) {
     if (ctx.stream_tid) line.integer(schema::key::kThread, tid);
     for (size_t i = 0; i < n; ++i) {
       const ft_field& f = fields[i];
+      if (i == frames_at && stack != 0) {
+        line.integer(schema::key::kStack, static_cast<int64_t>(stack));
+        continue;
+      }
       switch (f.kind) {
         case FT_FIELD_INT: line.integer(f.key, static_cast<int64_t>(f.i)); break;
         case FT_FIELD_HEX: line.hex(f.key, f.u); break;

@@ -16,6 +16,7 @@
 
 #include "common/check.h"
 #include "core/log.h"
+#include "functracer/schema.h"
 
 namespace ft {
 
@@ -135,10 +136,30 @@ TraceWriter::~TraceWriter() {
 }
 
 void TraceWriter::write(TraceRecord& r) {
+  for (TraceField& f : r.fields) {
+    if (f.key != schema::key::kFrames) continue;
+    const HexList* frames = std::get_if<HexList>(&f.value);
+    if (!frames) continue;
+    if (uint64_t id = stack_ref(r.tid, r.ts_ns, frames->data(), frames->size())) {
+      f.key = schema::key::kStack;
+      f.value = static_cast<int64_t>(id);
+    }
+  }
   r.seq = ++seq_;
   append_record(buf_, r);
   buf_.push_back('\n');
   appended(r.ts_ns);
+}
+
+uint64_t TraceWriter::stack_ref(int64_t tid, uint64_t ts_ns, const uint64_t* frames, size_t n) {
+  StackTable::Interned s = stacks_.intern(frames, n);
+  if (s.added) {
+    write_line(tid, ts_ns, schema::type::kStack, [&](LineAppender& line) {
+      line.integer(schema::key::kId, static_cast<int64_t>(s.id));
+      line.list(schema::key::kFrames, frames, n);
+    });
+  }
+  return s.id;
 }
 
 void TraceWriter::appended(uint64_t ts_ns) {

@@ -33,6 +33,7 @@
 
 #include "common/result.h"
 #include "common/trace_record.h"
+#include "core/stack_table.h"
 
 namespace ft {
 
@@ -55,8 +56,13 @@ class TraceWriter {
 
   static constexpr uint64_t kMaxAgeNs = 100'000'000;
 
-  // Assigns the record's sequence number and appends it.
+  // Assigns the record's sequence number and appends it. A `frames` list becomes a
+  // `stack` reference (stack_ref()).
   void write(TraceRecord& r);
+  // For a record about to be written with these frames: the id of the `stack`
+  // record that holds them, written now (with this tid and timestamp) if the frames
+  // are new. 0: write the frames themselves (none, or the table is full).
+  uint64_t stack_ref(int64_t tid, uint64_t ts_ns, const uint64_t* frames, size_t n);
   // The same for a record written field by field: fields(LineAppender&) appends them.
   template <class F>
   void write_line(int64_t tid, uint64_t ts_ns, std::string_view type, F&& fields) {
@@ -74,6 +80,8 @@ class TraceWriter {
   uint64_t pending_since() const { return pending_since_; }
   const std::string& path() const { return path_; }
   uint64_t records() const { return seq_; }
+  // Distinct call stacks written as `stack` records so far.
+  size_t stacks() const { return stacks_.size(); }
   // Bytes written to the file so far (compressed size for a .trace.zst).
   // All of them after flush().
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
@@ -102,6 +110,7 @@ class TraceWriter {
   std::string buf_;
   std::unique_ptr<Compressor> zstd_;  // null for a plain trace
   std::unique_ptr<Behind> behind_;    // the compressing thread, once started
+  StackTable stacks_;
   uint64_t seq_ = 0;
   uint64_t pending_since_ = 0;
   std::atomic<uint64_t> bytes_written_ = 0;  // written by the compressing thread too

@@ -1,4 +1,5 @@
-// The dump report: every record of every trace, in file order.
+// The dump report: every record of every trace, in file order. Records show their
+// backtraces as `frames` (the reader resolves `stack=N`; `stack` records are not shown).
 //
 // Text: each record's line prefixed by the pid, "PID: SEQ TID TS TYPE fields...".
 // --json: JSON Lines, one object per record:

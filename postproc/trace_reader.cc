@@ -104,10 +104,13 @@ Result<TraceReader> TraceReader::open(const std::string& path, Diagnostics& diag
                       "')");
   }
   LineStatus st = r.read_line(r.line_);
-  if (r.line_ != expected) {
+  for (int v = kOldestTraceFormatVersion; v <= kTraceFormatVersion; ++v)
+    if (r.line_ == prefix + std::to_string(v)) r.version_ = v;
+  if (r.version_ == 0) {
     std::string version = r.line_.substr(prefix.size(), 32);
     return Error::msg(path + ": unsupported trace format version '" + version +
-                      "' (this functracer-postproc reads version " +
+                      "' (this functracer-postproc reads versions " +
+                      std::to_string(kOldestTraceFormatVersion) + " to " +
                       std::to_string(kTraceFormatVersion) + ")");
   }
   if (st == LineStatus::kIncomplete) {
@@ -215,12 +218,47 @@ const TraceRecord* TraceReader::read_record() {
         if (record_.ts_ns > last_ts_) last_ts_ = record_.ts_ns;
         if (is_end_record(record_.type)) seen_end_record_ = true;
         if (record_.type == schema::type::kUntraced) note_untraced(record_);
+        if (version_ >= 2) {
+          if (record_.type == schema::type::kStack) {
+            keep_stack();
+            continue;
+          }
+          resolve_stack();
+        }
         return &record_;
       }
       problem = parsed.error().message;
     }
     if (++malformed_ <= kMaxReportedLines) warn(line_no_, "malformed record, skipped: " + problem);
   }
+}
+
+void TraceReader::keep_stack() {
+  auto id = record_.get_int(schema::key::kId);
+  const HexList* frames = record_.get_list(schema::key::kFrames);
+  if (!id || !frames) {
+    if (++malformed_ <= kMaxReportedLines) warn(line_no_, "malformed stack record (no id or no frames), skipped");
+    return;
+  }
+  stacks_[*id] = *frames;
+}
+
+void TraceReader::resolve_stack() {
+  auto& fields = record_.fields;
+  auto f = std::find_if(fields.begin(), fields.end(), [](const TraceField& f) { return f.key == schema::key::kStack; });
+  if (f == fields.end()) return;
+  const int64_t* id = std::get_if<int64_t>(&f->value);
+  auto it = id ? stacks_.find(*id) : stacks_.end();
+  if (it == stacks_.end()) {
+    if (++malformed_ <= kMaxReportedLines) {
+      warn(line_no_, "the record refers to a call stack that no earlier stack record holds; "
+                     "it is read without its frames");
+    }
+    fields.erase(f);
+    return;
+  }
+  f->key = schema::key::kFrames;
+  f->value = it->second;
 }
 
 const TraceRecord* TraceReader::next() {

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -116,6 +117,10 @@ class TraceReader {
   bool fill();
   const TraceRecord* read_record();
   void warn(uint64_t line, std::string_view message);
+  // Format 2: a `stack` record is kept, not returned; a record's `stack=N` field is
+  // read as the `frames` list that record holds.
+  void keep_stack();
+  void resolve_stack();
   void note_untraced(const TraceRecord& r);
   void warn_untraced();
   void finish();
@@ -139,6 +144,8 @@ class TraceReader {
   uint64_t pending_line_ = 0;
   std::optional<TraceRecord> header_;
   int64_t pid_ = 0;
+  int version_ = 0;  // of the format, from the magic line
+  std::unordered_map<int64_t, HexList> stacks_;  // id -> frames
   uint64_t last_seq_ = 0;
   uint64_t last_ts_ = 0;
   bool seen_end_record_ = false;

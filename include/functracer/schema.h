@@ -47,6 +47,8 @@ inline constexpr char kDetach[] = "detach";
 inline constexpr char kLost[] = "lost";
 inline constexpr char kStats[] = "stats";
 inline constexpr char kUntraced[] = "untraced";
+// A call stack written once and referred to by later records (section 3.2).
+inline constexpr char kStack[] = "stack";
 // calls (section 3.3)
 inline constexpr char kCall[] = "call";
 inline constexpr char kReturn[] = "return";
@@ -74,6 +76,9 @@ inline constexpr char kAddress[] = "address";
 inline constexpr char kSize[] = "size";
 inline constexpr char kAlign[] = "align";
 inline constexpr char kFrames[] = "frames";
+// In place of `frames`: the id of an earlier `stack` record holding them.
+inline constexpr char kStack[] = "stack";
+inline constexpr char kId[] = "id";
 inline constexpr char kReason[] = "reason";
 inline constexpr char kDepth[] = "depth";
 inline constexpr char kArgs[] = "args";

@@ -128,8 +128,10 @@ def parse_trace(ck, path):
     if not ck.check(data.endswith(b"\n"), f"{name}: does not end with a newline"):
         return None
     lines = data[:-1].split(b"\n")
-    if not ck.check(lines[0] == b"functracer-trace 1", f"{name}: magic line is {lines[0][:40]!r}"):
+    if not ck.check(lines[0] in (b"functracer-trace 1", b"functracer-trace 2"),
+                    f"{name}: magic line is {lines[0][:40]!r}"):
         return None
+    stacks = {} if lines[0].endswith(b" 2") else None  # version 2: stack id -> frames
     recs = []
     bad = []
     for n, raw in enumerate(lines[1:], 2):
@@ -148,7 +150,21 @@ def parse_trace(ck, path):
             if key in fields:
                 bad.append(f"line {n}: field {key} twice")
             kinds[key], fields[key] = decode(fm.group(2))
-        recs.append(Rec(n, int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), fields, kinds))
+        rec = Rec(n, int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), fields, kinds)
+        if stacks is not None and rec.type == "stack":
+            if kinds.get("id") != "int" or kinds.get("frames") != "list":
+                bad.append(f"line {n}: stack record without an id or frames")
+            else:
+                stacks[fields["id"]] = fields["frames"]
+            continue
+        if stacks is not None and "stack" in fields:
+            ref = fields.pop("stack")
+            kinds.pop("stack")
+            if ref not in stacks:
+                bad.append(f"line {n}: refers to stack {ref}, which no earlier record holds")
+            else:
+                fields["frames"], kinds["frames"] = stacks[ref], "list"
+        recs.append(rec)
     ck.check(not bad, f"{name}: {len(bad)} malformed line(s):\n  " + "\n  ".join(bad[:10]))
     for a, b in zip(recs, recs[1:]):
         if not ck.check(b.seq > a.seq, f"{name}: SEQ {b.seq} (line {b.lineno}) after {a.seq}"):

@@ -83,7 +83,23 @@ def read_trace(path):
         lines = f.read().split("\n")
     if not lines or not lines[0].startswith("functracer-trace "):
         raise ValueError(f"{path}: not a trace")
-    return [parse_record(line) for line in lines[1:] if line]
+    recs = [parse_record(line) for line in lines[1:] if line]
+    if lines[0] != "functracer-trace 2":
+        return recs
+    # Version 2: call stacks are written once (`stack id=N frames=[...]`) and records
+    # refer to them (`stack=N`); give each record its frames, as version 1 wrote them.
+    stacks, out = {}, []
+    for r in recs:
+        if r["type"] == "stack":
+            stacks[r["id"]] = r["frames"]
+            continue
+        if "stack" in r:
+            ref = r.pop("stack")
+            if ref not in stacks:
+                raise ValueError(f"{path}: seq {r['seq']} refers to stack {ref}, which no earlier record holds")
+            r["frames"] = stacks[ref]
+        out.append(r)
+    return out
 
 
 # --------------------------------------------------------------------------

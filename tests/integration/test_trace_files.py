@@ -79,7 +79,7 @@ def compressed(ck, binary, tmp):
     plain = os.path.join(tmp, "twin.trace")
     with open(plain, "wb") as f:
         f.write(text)
-    ck.check(text.startswith(b"functracer-trace 1\n"), "the decoded trace starts with the magic line")
+    ck.check(text.startswith(b"functracer-trace 2\n"), "the decoded trace starts with the magic line")
     lines = text.count(b"\n")
     print(f"{zst}: {os.path.getsize(zst)} bytes compressed, {len(text)} bytes, {lines} lines decoded")
     ck.check(len(text) > 4 * 256 * 1024, f"the trace spans several flushes ({len(text)} bytes)")

@@ -66,15 +66,32 @@ def parse_line(line, where=""):
 
 def iter_trace(path):
     """The records of a trace file one by one, without holding the file in memory
-    (for traces of long runs). Raises ValueError on a malformed line."""
+    (for traces of long runs). Raises ValueError on a malformed line.
+
+    Version 2 writes each call stack once, as a `stack` record (id, frames), and
+    records refer to it as `stack=ID`: the records come out as version 1 wrote them,
+    with their `frames`, and without the `stack` records. A reference to a stack no
+    earlier record holds raises ValueError."""
     with open(path, "rb") as f:
         first = f.readline().decode("ascii").rstrip("\n")
-        if first != "functracer-trace 1":
+        if first not in ("functracer-trace 1", "functracer-trace 2"):
             raise ValueError(f"{path}: not a trace (first line {first[:60]!r})")
+        interned = first.endswith(" 2")
+        stacks = {}
         for n, raw in enumerate(f, 2):
             line = raw.decode("ascii").rstrip("\n")
-            if line:
-                yield parse_line(line, f"{path}:{n}")
+            if not line:
+                continue
+            rec = parse_line(line, f"{path}:{n}")
+            if interned and rec["type"] == "stack":
+                stacks[rec["id"]] = rec["frames"]
+                continue
+            if interned and "stack" in rec:
+                ref = rec.pop("stack")
+                if ref not in stacks:
+                    raise ValueError(f"{path}:{n}: refers to stack {ref}, which no earlier record holds")
+                rec["frames"] = stacks[ref]
+            yield rec
 
 
 def parse_trace(path):

@@ -96,7 +96,8 @@ TEST(TraceReader, OpenErrors) {
   std::vector<Case> cases = {
       {tmp.path() + "/missing.trace", "missing.trace: No such file"},
       {tmp.write("empty.trace", ""), "empty.trace: not a functracer trace"},
-      {tmp.write("v2.trace", "functracer-trace 2\n"), "unsupported trace format version '2'"},
+      {tmp.write("v3.trace", "functracer-trace 3\n"), "unsupported trace format version '3'"},
+      {tmp.write("v0.trace", "functracer-trace 0\n"), "reads versions 1 to 2"},
       {tmp.path(), ""},
       {tmp.write("bin", std::string(100000, '\x7f')), "not a functracer trace"},
   };
@@ -105,6 +106,52 @@ TEST(TraceReader, OpenErrors) {
     ASSERT_FALSE(reader.ok()) << c.path;
     EXPECT_TRUE(contains(reader.error().message, c.message)) << reader.error().message;
   }
+}
+
+// Format 2: a `stack` record is not returned; a later `stack=N` reads as the frames
+// of stack N (the last record of that id); a reference to no earlier stack is read
+// without frames and warned about. In a version 1 trace, `stack` means nothing.
+TEST(TraceReader, StackReferencesReadAsFrames) {
+  TempDir tmp;
+  const std::string records =
+      "1 7 1 header pid=7 backtrace_depth=4\n"
+      "2 7 2 stack id=1 frames=[0x10,0x20]\n"
+      "3 7 3 alloc function=\"malloc\" size=8 address=0x100 stack=1\n"
+      "4 7 4 stack id=2 frames=[0x11]\n"
+      "5 7 5 alloc function=\"malloc\" size=9 address=0x200 stack=2\n"
+      "6 7 6 free function=\"free\" address=0x100 stack=1\n"
+      "7 7 7 alloc function=\"malloc\" size=10 address=0x300 stack=3\n"
+      "8 7 8 exit status=0\n";
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(tmp.write("s.trace", "functracer-trace 2\n" + records), diag);
+  ASSERT_TRUE(reader.ok()) << reader.error().message;
+  std::vector<const char*> want_types = {"header", "alloc", "alloc", "free", "alloc", "exit"};
+  std::vector<HexList> want_frames = {{}, {0x10, 0x20}, {0x11}, {0x10, 0x20}, {}, {}};
+  size_t i = 0;
+  while (const TraceRecord* r = reader->next()) {
+    ASSERT_LT(i, want_types.size());
+    EXPECT_EQ(r->type, want_types[i]);
+    const HexList* frames = r->get_list("frames");
+    EXPECT_EQ(frames ? *frames : HexList{}, want_frames[i]) << "record " << r->seq;
+    EXPECT_EQ(r->get("stack"), nullptr) << "record " << r->seq;
+    ++i;
+  }
+  EXPECT_EQ(i, want_types.size());
+  ASSERT_EQ(diag.warnings.size(), 1u);
+  EXPECT_TRUE(contains(diag.warnings[0], "s.trace:8: the record refers to a call stack")) << diag.warnings[0];
+  EXPECT_FALSE(reader->complete());
+
+  CollectingDiagnostics v1diag;
+  auto v1 = TraceReader::open(tmp.write("v1.trace", "functracer-trace 1\n" + records), v1diag);
+  ASSERT_TRUE(v1.ok());
+  size_t stacks = 0, refs = 0;
+  while (const TraceRecord* r = v1->next()) {
+    stacks += r->type == "stack";
+    refs += r->get_int("stack").has_value();
+  }
+  EXPECT_EQ(stacks, 2u);
+  EXPECT_EQ(refs, 4u);
+  EXPECT_TRUE(v1diag.warnings.empty());
 }
 
 TEST(TraceReader, MissingHeaderAndDisorder) {

@@ -105,6 +105,73 @@ std::string file_bytes(const std::string& path) {
   return ss.str();
 }
 
+// Backtraces (format 2): each distinct call stack is written once, as a `stack`
+// record before the first record that has it; records refer to it by id; the reader
+// gives every record its frames back, whichever way it was written (a TraceRecord, or
+// field by field as plugins' records are).
+TEST(TraceWriter, CallStacksAreWrittenOnceAndReadBackWhole) {
+  const std::string path = temp_path("stacks.trace");
+  const std::vector<ft::HexList> stacks = {
+      {0x401234, 0x401300, 0x7f0000012345},
+      {0x401234, 0x401300},  // a prefix of the first
+      {0x401234, 0x401301, 0x7f0000012345},
+  };
+  std::vector<ft::TraceRecord> written;
+  {
+    auto w = ft::TraceWriter::create(path);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    ft::TraceRecord header = make(0);
+    (*w)->write(header);
+    written.push_back(header);
+    for (uint64_t i = 0; i < 300; ++i) {
+      ft::TraceRecord r;
+      r.tid = 100;
+      r.ts_ns = 2000 + i;
+      r.type = "alloc";
+      r.add("function", std::string("malloc")).add("size", static_cast<int64_t>(i));
+      const ft::HexList& frames = stacks[(i * 7) % stacks.size()];
+      r.add("frames", frames);
+      if (i % 2) {
+        ft::TraceRecord copy = r;
+        (*w)->write(r);
+        copy.seq = r.seq;
+        written.push_back(copy);
+        continue;
+      }
+      uint64_t id = (*w)->stack_ref(r.tid, r.ts_ns, frames.data(), frames.size());
+      ASSERT_NE(id, 0u);
+      (*w)->write_line(r.tid, r.ts_ns, r.type, [&](ft::LineAppender& line) {
+        line.str("function", "malloc");
+        line.integer("size", static_cast<int64_t>(i));
+        line.integer("stack", static_cast<int64_t>(id));
+      });
+      r.seq = (*w)->records();
+      written.push_back(r);
+    }
+    EXPECT_EQ((*w)->stacks(), stacks.size());
+  }
+  std::string text = file_bytes(path);
+  EXPECT_EQ(text.rfind("functracer-trace 2\n", 0), 0u);
+  size_t stack_lines = 0, refs = 0, inline_frames = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" stack id=") != std::string::npos) ++stack_lines;
+    if (line.find(" alloc ") != std::string::npos) {
+      refs += line.find(" stack=") != std::string::npos;
+      inline_frames += line.find("frames=") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(stack_lines, stacks.size());
+  EXPECT_EQ(refs, 300u);
+  EXPECT_EQ(inline_frames, 0u);
+
+  std::vector<std::string> warnings;
+  std::vector<ft::TraceRecord> got = read_back(path, &warnings);
+  ASSERT_EQ(got.size(), written.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], written[i]) << "record " << i;
+  ::unlink(path.c_str());
+}
+
 TEST(TraceWriter, CompressedRoundTrip) {
   const std::string path = temp_path("roundtrip.trace.zst");
   std::vector<ft::TraceRecord> written;
