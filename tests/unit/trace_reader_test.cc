@@ -113,17 +113,11 @@ TEST(TraceReader, OpenErrors) {
 // without frames and warned about. In a version 1 trace, `stack` means nothing.
 TEST(TraceReader, StackReferencesReadAsFrames) {
   TempDir tmp;
-  const std::string records =
-      "1 7 1 header pid=7 backtrace_depth=4\n"
-      "2 7 2 stack id=1 frames=[0x10,0x20]\n"
-      "3 7 3 alloc function=\"malloc\" size=8 address=0x100 stack=1\n"
-      "4 7 4 stack id=2 frames=[0x11]\n"
-      "5 7 5 alloc function=\"malloc\" size=9 address=0x200 stack=2\n"
-      "6 7 6 free function=\"free\" address=0x100 stack=1\n"
-      "7 7 7 alloc function=\"malloc\" size=10 address=0x300 stack=3\n"
-      "8 7 8 exit status=0\n";
+  const std::string text = test::read_file(data("stacks.trace"));
+  ASSERT_EQ(text.rfind("functracer-trace 2\n", 0), 0u);
+  const std::string records = text.substr(text.find('\n') + 1);
   CollectingDiagnostics diag;
-  auto reader = TraceReader::open(tmp.write("s.trace", "functracer-trace 2\n" + records), diag);
+  auto reader = TraceReader::open(data("stacks.trace"), diag);
   ASSERT_TRUE(reader.ok()) << reader.error().message;
   std::vector<const char*> want_types = {"header", "alloc", "alloc", "free", "alloc", "exit"};
   std::vector<HexList> want_frames = {{}, {0x10, 0x20}, {0x11}, {0x10, 0x20}, {}, {}};
@@ -138,7 +132,7 @@ TEST(TraceReader, StackReferencesReadAsFrames) {
   }
   EXPECT_EQ(i, want_types.size());
   ASSERT_EQ(diag.warnings.size(), 1u);
-  EXPECT_TRUE(contains(diag.warnings[0], "s.trace:8: the record refers to a call stack")) << diag.warnings[0];
+  EXPECT_TRUE(contains(diag.warnings[0], "stacks.trace:8: the record refers to a call stack")) << diag.warnings[0];
   EXPECT_FALSE(reader->complete());
 
   CollectingDiagnostics v1diag;
