@@ -19,6 +19,10 @@ per second and the cost per traced call, against the program's untraced call
 rate, and how much of its untraced throughput the program kept over its run. functracer's --stats line gives the stops per event. The program must end
 well (its own check of every result); a tool that breaks it is reported.
 ltrace and bpftrace are optional.
+
+With --memtrace, a malloc/free pair in place of each call (`busyalloc`), traced by
+functracer -e memtrace and heaptrack -p; --work W puts W rounds of work on each block
+between its malloc and its free (tests/bench/README.md).
 """
 
 import argparse
@@ -39,11 +43,11 @@ import cost_curve  # noqa: E402
 THREADS = 4
 
 
-MODE = ["busy"]  # "busyalloc" with --memtrace
+MODE = ["busy"]  # "busyalloc" with --memtrace, then the rounds of work per block (--work)
 
 
 def start_target(binary, seconds):
-    p = subprocess.Popen([binary, MODE[0], str(seconds), str(THREADS)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([binary, MODE[0], str(seconds), str(THREADS)] + MODE[1:], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     line = p.stdout.readline().decode()
     if line.strip() != "ready":
@@ -116,7 +120,8 @@ def announce(args, tmp):
     """Builds bench_curve into tmp and says what runs."""
     binary = cost_curve.build(args.cc, tmp)
     print(f"functracer: {args.functracer}")
-    print(f"program:    {binary} {MODE[0]} {args.seconds} {THREADS}  (best of {args.repeats})\n")
+    print(f"program:    {binary} {MODE[0]} {args.seconds} {THREADS} {' '.join(MODE[1:])}".rstrip()
+          + f"  (best of {args.repeats})\n")
     return binary
 
 
@@ -126,11 +131,18 @@ def main():
     ap.add_argument("-s", "--seconds", type=float, default=3.0, help="run time of the program (default 3)")
     ap.add_argument("--memtrace", action="store_true", help="a malloc/free pair per call (busyalloc), "
                     "traced with memtrace -b 8 and against heaptrack -p")
+    ap.add_argument("--work", type=int, default=0, metavar="W",
+                    help="with --memtrace: W rounds of work on each block between its malloc and "
+                         "its free (default 0: the threads do nothing but allocate)")
     args = ap.parse_args()
     benchlib.resolve_tools(args)
     benchlib.require_functracer(args)
+    if args.work < 0 or (args.work and not args.memtrace):
+        sys.exit("--work takes a count of rounds >= 0, and goes with --memtrace")
     if args.memtrace:
         MODE[0] = "busyalloc"
+        if args.work:
+            MODE.append(str(args.work))
         return main_memtrace(args)
     s = args.seconds
     with benchlib.scratch_dir(args.keep) as tmp:

@@ -7,8 +7,11 @@
  *                              the program above malloc
  *   bench_curve busy S T       T threads call curve_hot for S seconds (a busy
  *                              service to attach to); prints "ready" first
- *   bench_curve busyalloc S T  the same with a malloc/free pair in place of
- *                              each call of curve_hot
+ *   bench_curve busyalloc S T [W]
+ *                              the same with a malloc/free pair in place of
+ *                              each call of curve_hot, and W rounds of work on
+ *                              the block between the two (default 0: a program
+ *                              that does nothing but allocate)
  *
  * cost_curve.py compiles this file with a generated bench_curve_fns.h on the
  * include path, holding CURVE_FN(00000, 0) .. CURVE_FN(09999, 9999): the
@@ -45,6 +48,7 @@ struct worker {
   long calls;
   long sum;
   long long deadline_ns; /* busy: run until then */
+  long work;             /* busyalloc: rounds of work per block */
 };
 
 static long long now_ns(void);
@@ -71,27 +75,44 @@ static void* busy_main(void* arg) {
   return NULL;
 }
 
+/* What busyalloc computes on a block: `rounds` steps of an FNV-style hash over its
+ * bytes, as a program works on what it allocated. */
+static unsigned long work_on(const unsigned char* p, size_t n, long rounds) {
+  unsigned long h = 1469598103934665603UL;
+  for (long r = 0; r < rounds; ++r) h = (h ^ p[(size_t)r % n]) * 1099511628211UL;
+  return h;
+}
+
+static volatile unsigned long work_sink;
+
 /* busyalloc: the same loop around a malloc/free pair, so that each "call" is two
- * heap events. */
+ * heap events, with w->work rounds of work on the block in between. */
 static void* busy_alloc_main(void* arg) {
   struct worker* w = arg;
   long sum = 0, i = 0, want = 0;
+  unsigned long mix = 0;
   while (now_ns() < w->deadline_ns) {
     for (int k = 0; k < 64; ++k, ++i) {
-      unsigned char* p = malloc((size_t)(16 + (i & 63)));
+      size_t n = (size_t)(16 + (i & 63));
+      unsigned char* p = malloc(n);
       if (!p) abort();
       p[0] = (unsigned char)i;
+      if (w->work) {
+        memset(p + 1, (int)(i >> 8), n - 1);
+        mix ^= work_on(p, n, w->work);
+      }
       sum += p[0];
       want += (unsigned char)i;
       free(p);
     }
   }
+  work_sink = mix;
   w->calls = i;
   w->sum = sum == want ? sum : -1;
   return NULL;
 }
 
-static int run_busy(double seconds, int threads, void* (*body)(void*)) {
+static int run_busy(double seconds, int threads, long work, void* (*body)(void*)) {
   struct worker* w = calloc((size_t)threads, sizeof *w);
   if (!w) return 2;
   long long t0 = now_ns();
@@ -99,6 +120,7 @@ static int run_busy(double seconds, int threads, void* (*body)(void*)) {
   fflush(stdout);
   for (int i = 0; i < threads; ++i) {
     w[i].deadline_ns = t0 + (long long)(seconds * 1e9);
+    w[i].work = work;
     if (pthread_create(&w[i].thread, NULL, body, &w[i]) != 0) return 2;
   }
   long calls = 0;
@@ -177,11 +199,18 @@ int main(int argc, char** argv) {
     return run_calls(atol(argv[2]), t);
   }
   if (argc == 4 && strcmp(argv[1], "alloc") == 0) return run_alloc(atol(argv[2]), atoi(argv[3]));
-  if (argc == 4 && (strcmp(argv[1], "busy") == 0 || strcmp(argv[1], "busyalloc") == 0)) {
+  if (argc == 4 && strcmp(argv[1], "busy") == 0) {
     int t = atoi(argv[3]);
     if (t < 1 || t > 64) return 2;
-    return run_busy(atof(argv[2]), t, strcmp(argv[1], "busy") == 0 ? busy_main : busy_alloc_main);
+    return run_busy(atof(argv[2]), t, 0, busy_main);
   }
-  fprintf(stderr, "usage: bench_curve calls N THREADS | alloc N DEPTH | busy[alloc] SECONDS THREADS\n");
+  if ((argc == 4 || argc == 5) && strcmp(argv[1], "busyalloc") == 0) {
+    int t = atoi(argv[3]);
+    long work = argc == 5 ? atol(argv[4]) : 0;
+    if (t < 1 || t > 64 || work < 0) return 2;
+    return run_busy(atof(argv[2]), t, work, busy_alloc_main);
+  }
+  fprintf(stderr, "usage: bench_curve calls N THREADS | alloc N DEPTH | busy SECONDS THREADS"
+                  " | busyalloc SECONDS THREADS [WORK]\n");
   return 2;
 }
