@@ -144,5 +144,9 @@ inline constexpr std::string_view kTraceMagic = "functracer-trace";
 // read versions kOldestTraceFormatVersion to kTraceFormatVersion.
 inline constexpr int kTraceFormatVersion = 2;
 inline constexpr int kOldestTraceFormatVersion = 1;
+// The most frames a `stack` record may hold (4 times functracer's deepest -b): a
+// longer list is written out in its record, and a reader skips a longer stack record
+// as malformed, so that a record of a few bytes never stands for a list of any size.
+inline constexpr size_t kMaxStackFrames = 4096;
 
 }  // namespace ft

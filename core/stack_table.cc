@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/trace_record.h"
+
 namespace ft {
 
 StackTable::StackTable(size_t max_stacks, size_t max_frames)
@@ -36,7 +38,7 @@ void StackTable::grow() {
 }
 
 StackTable::Interned StackTable::intern(const uint64_t* frames, size_t n) {
-  if (n == 0) return {};
+  if (n == 0 || n > kMaxStackFrames) return {};
   uint64_t h64 = hash(frames, n);
   uint32_t h = static_cast<uint32_t>(h64 ^ (h64 >> 32));
   size_t mask = slots_.size() - 1;

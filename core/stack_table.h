@@ -7,7 +7,9 @@
 // One table per trace file (a process: a forked child starts its own). Ids count from
 // 1 in the order stacks are added. The table is bounded: once it holds kMaxStacks
 // stacks or kMaxFrames frames, intern() adds no more and returns 0, and the writer
-// writes the frames themselves, as a trace that never refers to a stack does.
+// writes the frames themselves, as a trace that never refers to a stack does. So are
+// lists longer than kMaxStackFrames (common/trace_record.h), which readers refuse as
+// stacks.
 //
 // Open addressing over a flat array of frames: a lookup hashes the frames and
 // compares with at most a few candidates; nothing is allocated per lookup.
@@ -27,7 +29,7 @@ class StackTable {
   explicit StackTable(size_t max_stacks = kMaxStacks, size_t max_frames = kMaxFrames);
 
   struct Interned {
-    uint64_t id = 0;     // 0: not in the table and not added (n == 0, or the table is full)
+    uint64_t id = 0;     // 0: not in the table and not added (n == 0 or too long, or the table is full)
     bool added = false;  // the stack is new: its `stack` record must be written first
   };
   Interned intern(const uint64_t* frames, size_t n);

@@ -236,8 +236,12 @@ const TraceRecord* TraceReader::read_record() {
 void TraceReader::keep_stack() {
   auto id = record_.get_int(schema::key::kId);
   const HexList* frames = record_.get_list(schema::key::kFrames);
-  if (!id || !frames) {
-    if (++malformed_ <= kMaxReportedLines) warn(line_no_, "malformed stack record (no id or no frames), skipped");
+  if (!id || !frames || frames->size() > kMaxStackFrames) {
+    if (++malformed_ <= kMaxReportedLines) {
+      warn(line_no_, frames && id ? "malformed stack record (more than " + std::to_string(kMaxStackFrames) +
+                                        " frames), skipped"
+                                  : std::string("malformed stack record (no id or no frames), skipped"));
+    }
     return;
   }
   stacks_[*id] = *frames;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/trace_record.h"
 #include "core/stack_table.h"
 
 namespace ft {
@@ -40,6 +41,16 @@ TEST(StackTable, NoFramesIsNoStack) {
   EXPECT_FALSE(none.added);
   EXPECT_EQ(t.size(), 0u);
   EXPECT_EQ(t.refused(), 0u);
+}
+
+TEST(StackTable, ListsLongerThanAStackRecordMayHoldAreNotStacks) {
+  StackTable t;
+  std::vector<uint64_t> longest(kMaxStackFrames, 0x401000), longer(kMaxStackFrames + 1, 0x401000);
+  EXPECT_EQ(intern(t, longest).id, 1u);
+  auto s = intern(t, longer);
+  EXPECT_EQ(s.id, 0u);
+  EXPECT_FALSE(s.added);
+  EXPECT_EQ(t.size(), 1u);
 }
 
 TEST(StackTable, ManyStacksAcrossGrowth) {

@@ -148,6 +148,38 @@ TEST(TraceReader, StackReferencesReadAsFrames) {
   EXPECT_TRUE(v1diag.warnings.empty());
 }
 
+// A stack record longer than a reader takes (kMaxStackFrames) is skipped as malformed,
+// so that no short record can stand for a list of any size; its references read
+// without frames.
+TEST(TraceReader, OverlongStackRecordIsSkipped) {
+  TempDir tmp;
+  auto frames = [](size_t n) {
+    std::string list = "[";
+    for (size_t i = 0; i < n; ++i) list += (i ? ",0x" : "0x") + std::to_string(10 + i % 10);
+    return list + "]";
+  };
+  const std::string text = "functracer-trace 2\n"
+                           "1 7 1 header pid=7\n"
+                           "2 7 2 stack id=1 frames=" + frames(kMaxStackFrames) + "\n"
+                           "3 7 3 stack id=2 frames=" + frames(kMaxStackFrames + 1) + "\n"
+                           "4 7 4 alloc function=\"malloc\" size=8 address=0x100 stack=1\n"
+                           "5 7 5 alloc function=\"malloc\" size=8 address=0x200 stack=2\n"
+                           "6 7 6 exit status=0\n";
+  CollectingDiagnostics diag;
+  auto reader = TraceReader::open(tmp.write("long.trace", text), diag);
+  ASSERT_TRUE(reader.ok());
+  std::vector<size_t> sizes;
+  while (const TraceRecord* r = reader->next()) {
+    if (r->type != "alloc") continue;
+    const HexList* f = r->get_list("frames");
+    sizes.push_back(f ? f->size() : 0);
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{kMaxStackFrames, 0}));
+  ASSERT_EQ(diag.warnings.size(), 2u);
+  EXPECT_TRUE(contains(diag.warnings[0], "long.trace:4: malformed stack record (more than 4096 frames)")) << diag.warnings[0];
+  EXPECT_TRUE(contains(diag.warnings[1], "long.trace:6: the record refers to a call stack")) << diag.warnings[1];
+}
+
 TEST(TraceReader, MissingHeaderAndDisorder) {
   TempDir tmp;
   std::string path = tmp.write("h.trace",
