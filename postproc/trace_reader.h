@@ -1,7 +1,9 @@
 // TraceReader: reads one trace file (doc/trace-format.md) record by record.
 //
 // Streaming: the file is read through a fixed buffer, one line at a time, so memory
-// stays bounded by the longest line however large the trace is. A trace is one
+// stays bounded by the longest line however large the trace is, plus, for a format 2
+// trace, each distinct call stack once (its `stack` records, which stand for the
+// `frames` of the records that refer to them). A trace is one
 // process; its pid comes from the header record. The bytes come from a TraceInput
 // (trace_input.h): plain or zstd-compressed, from a file, "-" or a pipe; a name the
 // tool opened in TraceInputs is read through that one descriptor.
