@@ -87,7 +87,7 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   uint64_t image = round_page(sizeof recorder_image::kCode);
   auto ret = arch::host().recorder->return_stub(rs.region.value(), 0);
   auto handler = arch::host().recorder->trap_handler(0, 0);
-  uint64_t size = image + round_page(ret.code.size() + arch::host().trap.size() + handler.code.size());
+  uint64_t size = image + round_page(ret.code.size() + 3 * arch::host().trap.size() + handler.code.size());
   auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
                               {0, size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0});
   if (failed(rc)) return false;
@@ -100,10 +100,15 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   rs.return_after_call = rs.return_stub + static_cast<int64_t>(ret.after_call);
   rs.entry_after_call = arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}).after_call;
   rs.code_size = sizeof recorder_image::kCode;
-  // After the return stub: the trap a held signal waits at (hold_signal).
+  // After the return stub: the trap a held signal waits at (hold_signal). Each trap
+  // here is followed by another, which a thread meets when functracer dies after
+  // taking in its stop (recorder.c, ft_recorder_trap).
+  const auto& trap = arch::host().trap;
   std::vector<uint8_t> code = ret.code;
+  code.insert(code.end(), trap.begin(), trap.end());
   rs.signal_trap = rs.return_stub + static_cast<int64_t>(code.size());
-  code.insert(code.end(), arch::host().trap.begin(), arch::host().trap.end());
+  code.insert(code.end(), trap.begin(), trap.end());
+  code.insert(code.end(), trap.begin(), trap.end());
   // After it: the SIGTRAP handler's entry while attached (survival.h).
   rs.trap_handler = rs.return_stub + static_cast<int64_t>(code.size());
   handler = arch::host().recorder->trap_handler(rs.region.value(), (rs.code + static_cast<int64_t>(recorder_image::kTrapOffset)).value());
@@ -316,7 +321,9 @@ bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module&
   auto code = stubs.entry_trampoline(tramp.value(), rs.region.value(), site, rs.entry_fn.value(), plan.relocated,
                                      resume.value(), plan.stack_delta, plan.kept_relocated);
   FT_CHECK(code.body == body_offset, "entry trampoline layout changed (%zu, %zu)", code.body, body_offset);
-  if (code.code.size() > kTrampolineBytes) {
+  // At least one trap after the code (a trap there follows the slow path's, see
+  // map_code).
+  if (code.code.size() >= kTrampolineBytes) {
     reason = "its first instructions do not fit a trampoline";
     return false;
   }

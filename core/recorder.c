@@ -311,6 +311,20 @@ void ft_recorder_trap(int sig, void* info, void* ucontext, struct ft_rec_header*
     /* An int3: the thread is just past it. */
     uint64_t at = gregs[GREG_RIP] - 1;
     const struct ft_rec_trap* t = ft_rec_trap_find(g, at);
+    if (!t && at > 0) {
+      /* A thread stopped at a trap of ours in functracer's code whose stop functracer
+       * had taken in (waited for) but not yet answered when it died: the kernel let it
+       * go on past the trap without the signal, onto the int3 that follows every trap
+       * there. Handled as that trap. (An entry breakpoint's next byte is the
+       * program's: functracer points such a thread back at the breakpoint as soon as
+       * it takes its stop in, so that it traps again.) */
+      const struct ft_rec_trap* before = ft_rec_trap_find(g, at - 1);
+      if (before && !(before->orig & (FT_REC_TRAP_RESTORE << 8))) {
+        t = before;
+        at -= 1;
+        gregs[GREG_RIP] = at + 1;
+      }
+    }
     if (t && (t->orig & (FT_REC_TRAP_RETURN << 8))) {
       /* A hooked return (the trampoline, a return stub's slow path), or a thread that
        * waited for a held signal. */

@@ -126,7 +126,14 @@ int ReturnHooks::block(Process& p, Thread& t, Registers& regs) {
       break;
     }
     if (at.null()) return -1;
-    auto code = fastret::stub_code(top_addr, p.space.fast_data.value() + fastret::block_offset(k));
+    // Traps fill the slots after the stub: a thread that met its slow path's trap
+    // and whose functracer died before answering the stop goes on to one of them
+    // (recorder.c, ft_recorder_trap).
+    static_assert(fastret::kSlowTrapOffset + 1 < 2 * SsolArea::kSlotSize);
+    auto stub = fastret::stub_code(top_addr, p.space.fast_data.value() + fastret::block_offset(k));
+    const auto& trap = arch::host().trap;
+    std::vector<uint8_t> code(stub.begin(), stub.end());
+    while (code.size() + trap.size() <= 2 * SsolArea::kSlotSize) code.insert(code.end(), trap.begin(), trap.end());
     if (auto s = p.mem().write(at, code); !s) return -1;
     p.space.fast_stubs[k] = at;
     p.space.fast_stub_slot[at] = k;

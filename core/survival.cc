@@ -9,12 +9,14 @@
 #include <optional>
 #include <vector>
 
+#include "arch/arch.h"
 #include "core/injector.h"
 #include "core/log.h"
 #include "core/module_map.h"
 #include "core/breakpoint.h"
 #include "core/recorder_space.h"
 #include "core/process.h"
+#include "core/ptrace.h"
 #include "core/recorder_abi.h"
 #include "core/ssol_area.h"
 
@@ -328,6 +330,16 @@ void note_return(Process& p, RemoteAddr slot, RemoteAddr real_ret) {
   if (!g || !p.space.recorder.guard_installed) return;
   if (++p.space.recorder.returns_noted > FT_REC_RETURNS / 2 || g->nreturns > FT_REC_RETURNS / 2) rebuild_returns(p, g);
   put_return(g, slot.value(), real_ret.value());
+}
+
+void take_in(Process& p, Thread& t, const Registers& regs) {
+  if (!p.space.recorder.guard_installed) return;
+  RemoteAddr at = arch::host().trap_address(regs.ip());
+  auto it = p.space.breakpoints.find(at);
+  if (it == p.space.breakpoints.end() || !it->second.entry.null() || at == regs.ip()) return;
+  Registers back = regs;
+  back.set_ip(at);
+  (void)ptrace::set_regs(t.tid, back);
 }
 
 }  // namespace ft::survival

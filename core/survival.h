@@ -53,6 +53,14 @@ void note_areas(Process& p);
 void sync_traps(Process& p);
 // functracer replaced the return address at slot (with the trampoline, a stub or a trap).
 void note_return(Process& p, RemoteAddr slot, RemoteAddr real_ret);
+// functracer took in (waited for) t's stop at one of its traps, t stopped at regs.
+// Should it die before it answers, the kernel lets the thread go on past the trap
+// without the signal: onto the trap that follows each one of functracer's own code,
+// which the handler knows what to do with, but into the middle of the program's
+// instruction past an entry breakpoint. Such a thread is pointed back at the
+// breakpoint here, to meet it again and the handler with it. `regs` (what functracer
+// works with) stays as the kernel reported it.
+void take_in(Process& p, Thread& t, const Registers& regs);
 
 }  // namespace survival
 }  // namespace ft

@@ -558,6 +558,7 @@ void Tracer::on_syscall(Thread& t) {
 void Tracer::handle_sigtrap(Thread& t) {
   Process& p = *t.process;
   auto regs = ptrace::get_regs(t.tid);
+  if (regs) survival::take_in(p, t, *regs);
   if (regs && retry_for_room(t, *regs)) return;
   returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : RemoteAddr());
   if (!regs) return;  // vanished; its exit status follows
