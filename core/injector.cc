@@ -14,7 +14,7 @@
 namespace ft {
 
 Result<uint64_t> Injector::syscall(Thread& t, Registers& saved, RemoteAddr stub, long nr,
-                                   std::initializer_list<uint64_t> args) {
+                                   std::initializer_list<uint64_t> args, RemoteAddr room) {
   const arch::SyscallConvention& sc = arch::host().syscall;
   Registers r = saved;
   r.set(sc.number, static_cast<uint64_t>(nr));
@@ -24,7 +24,8 @@ Result<uint64_t> Injector::syscall(Thread& t, Registers& saved, RemoteAddr stub,
   r.set_no_restart();
   // An attached program must outlive functracer: the system call is followed by code
   // that puts the registers back should functracer die before it does.
-  if (RemoteAddr block = write_resume_block(t, saved, arch::RecorderStubs::ResumeAfter::kSyscall); !block.null()) {
+  if (RemoteAddr block = write_resume_block(t, saved, arch::RecorderStubs::ResumeAfter::kSyscall, room);
+      !block.null()) {
     // Back from a system call's exit stop, a call the thread was stopped in is
     // restarted by hand (see restart_syscall).
     Registers back = saved;
@@ -91,22 +92,24 @@ Result<uint64_t> Injector::call(Thread& t, const Registers& saved, RemoteAddr fn
   return after->ret();
 }
 
-RemoteAddr Injector::write_resume_block(Thread& t, const Registers& saved, arch::RecorderStubs::ResumeAfter first) {
+RemoteAddr Injector::write_resume_block(Thread& t, const Registers& saved, arch::RecorderStubs::ResumeAfter first,
+                                        RemoteAddr room) {
   Process& p = *t.process;
   const arch::RecorderStubs* stubs = arch::host().recorder;
   if (!p.attached || !stubs) return {};
-  if (p.space.resume_code.null() && !p.space.areas.empty() &&
+  if (room.null() && p.space.resume_code.null() && !p.space.areas.empty() &&
       p.space.areas.front()->next_offset() + kResumeBytes <= SsolArea::kSize)
     p.space.resume_code = p.space.areas.front()->allocate(kResumeBytes);
-  if (p.space.resume_code.null()) return {};
+  RemoteAddr at = room.null() ? p.space.resume_code : room;
+  if (at.null()) return {};
   // A thread stopped at one of functracer's traps, which functracer has not handled
   // yet, takes it again should functracer die meanwhile (the SIGTRAP handler then
   // sends it on): the trap's signal is used up once the thread runs it.
   Registers alone = saved;
   if (RemoteAddr trap = arch::host().trap_address(saved.ip()); p.space.is_our_trap(trap)) alone.set_ip(trap);
-  auto code = stubs->resume_block(alone, p.space.resume_code.value(), first);
-  if (code.size() > kResumeBytes || !p.mem().write(p.space.resume_code, code)) return {};
-  return p.space.resume_code;
+  auto code = stubs->resume_block(alone, at.value(), first);
+  if (code.size() > kResumeBytes || !p.mem().write(at, code)) return {};
+  return at;
 }
 
 Status Injector::settle_after_exec(Thread& t, Registers& regs) {

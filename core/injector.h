@@ -36,9 +36,11 @@ class Injector {
   // An attached thread runs it followed by code that restores its registers should
   // functracer die meanwhile (RecorderStubs::resume_block); a system call it
   // was stopped in is then restarted by hand, and `saved` says so (write it back, not
-  // an older copy).
+  // an older copy). `room` (kResumeBytes of executable memory nothing runs, whose
+  // bytes the caller puts back) holds that code when the process has no out-of-line
+  // area yet.
   Result<uint64_t> syscall(Thread& t, Registers& saved, RemoteAddr stub, long nr,
-                           std::initializer_list<uint64_t> args);
+                           std::initializer_list<uint64_t> args, RemoteAddr room = RemoteAddr());
   // Calls fn(arg) in t (registers `saved`) below its red zone, returning onto the
   // process's call-return int3; returns what fn returned. An attached thread returns
   // instead onto a trap followed by code that restores its registers, which the
@@ -64,8 +66,10 @@ class Injector {
 
  private:
   // Writes a resume block (RecorderStubs::resume_block) for t, attached, stopped at
-  // `saved`; its address, or null when the process has none (not attached, no room).
-  RemoteAddr write_resume_block(Thread& t, const Registers& saved, arch::RecorderStubs::ResumeAfter first);
+  // `saved`, at `room` or else in the process's first area; its address, or null
+  // when the process has none (not attached, no room).
+  RemoteAddr write_resume_block(Thread& t, const Registers& saved, arch::RecorderStubs::ResumeAfter first,
+                                RemoteAddr room = RemoteAddr());
   // The next stop of t; an exit or a death is left for the main loop and is an error
   // (`running`: what the thread ran).
   Result<WaitStatus> next_stop(Thread& t, const char* running);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +31,31 @@
 
 namespace ft {
 
+namespace {
+
+// kResumeBytes of executable memory in p that nothing runs: the end of the last page
+// of a module's code segment, past the segment (the kernel maps whole pages; those
+// bytes are padding or the file's next bytes, never reached at those addresses).
+// Null when no module loaded so far has that much.
+RemoteAddr resume_room(const Process& p, const std::vector<MapsEntry>& maps) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  for (const auto& m : p.space.modules) {
+    if (!m->elf) continue;
+    for (const ElfSegment& seg : m->elf->segments()) {
+      if (!(seg.flags & PF_X) || seg.memsz == 0) continue;
+      uint64_t end = m->bias + seg.vaddr + seg.memsz;
+      uint64_t start = (end + 15) & ~uint64_t{15};
+      uint64_t page_end = (end + page - 1) & ~(page - 1);
+      if (page_end < start || page_end - start < Injector::kResumeBytes) continue;
+      for (const MapsEntry& e : maps)
+        if (e.x && e.start <= start && page_end <= e.end) return RemoteAddr(start);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr addr) {
   for (auto& a : p.space.areas)
     if (a->near(addr) && a->has_room()) return a.get();
@@ -42,14 +68,21 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
     log::warn("no room for an out-of-line area near {:#x} in process {}", addr.value(), p.pid());
     return nullptr;
   }
-  // The first area is mapped with a temporary `syscall; int3` written at the thread's
-  // ip or the process's scratch address. That only happens while no other thread can
-  // run there (right after exec, or with every thread stopped at attach).
-  RemoteAddr stub;
+  // The first area is mapped with temporary code. An attached process runs the system
+  // call from a resume block (Injector::syscall) in the padding after a module's code,
+  // which gives the thread its registers back should functracer die meanwhile;
+  // otherwise (or without such room) a `syscall; int3` written at the thread's ip or
+  // the process's scratch address. That only happens while no other thread can run
+  // there (right after exec, or with every thread stopped at attach).
+  RemoteAddr stub, room;
   std::optional<CodePatch> temp;
   if (p.space.areas.empty()) {
-    stub = p.space.scratch.null() ? regs.ip() : p.space.scratch;
-    auto patch = CodePatch::apply(p.mem(), stub, arch::host().syscall.stub);
+    if (p.attached && arch::host().recorder) room = resume_room(p, *maps);
+    if (!room.null()) FT_DEBUG("process {}: its first out-of-line area mapped from {:#x}", p.pid(), room.value());
+    stub = !room.null() ? room : p.space.scratch.null() ? regs.ip() : p.space.scratch;
+    std::vector<uint8_t> code(arch::host().syscall.stub.begin(), arch::host().syscall.stub.end());
+    if (!room.null()) code.resize(Injector::kResumeBytes, arch::host().trap[0]);  // its bytes put back after
+    auto patch = CodePatch::apply(p.mem(), stub, code);
     if (!patch) return nullptr;
     temp.emplace(std::move(*patch));
   } else {
@@ -57,7 +90,8 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   }
   auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
                               {hint, SsolArea::kSize, PROT_READ | PROT_EXEC,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, static_cast<uint64_t>(-1), 0});
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, static_cast<uint64_t>(-1), 0},
+                              room);
   temp.reset();
   if (!rc) {
     log::warn("cannot map an out-of-line area in process {}: {}", p.pid(), rc.error().message);
