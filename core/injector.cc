@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "arch/arch.h"
+#include "core/die_at.h"
 #include "core/fast_path.h"
 #include "core/ptrace.h"
 #include "core/survival.h"
@@ -33,6 +34,7 @@ Result<uint64_t> Injector::syscall(Thread& t, Registers& saved, RemoteAddr stub,
     RegisterGuard guard(t.tid, back);
     r.set_ip(block);
     if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+    die_at::reached(die_at::Moment::Syscall);
     auto after = run_to_syscall_exit(t, block + static_cast<int64_t>(sc.insn_size));
     if (!after) return after.error();
     if (auto s = guard.restore(); !s) return s.error();
@@ -41,6 +43,7 @@ Result<uint64_t> Injector::syscall(Thread& t, Registers& saved, RemoteAddr stub,
   }
   RegisterGuard guard(t.tid, saved);
   if (auto s = ptrace::set_regs(t.tid, r); !s) return s.error();
+  die_at::reached(die_at::Moment::Syscall);
   auto after = run_to_trap(t, arch::host().pc_after_syscall_stub(stub));
   if (!after) return after.error();
   if (auto s = guard.restore(); !s) return s.error();
@@ -190,7 +193,7 @@ Result<Registers> Injector::run_to_trap(Thread& t, RemoteAddr expect_ip) {
     if (!next) return next.error();
     WaitStatus ws = *next;
     if (ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP) {
-      auto now = ptrace::get_regs(t.tid);
+      auto now = survival::stop_regs(t);
       if (!now) return now.error();
       if (now->ip() == expect_ip) return *now;
       // A breakpoint in code functracer runs (a function it calls): step over it,

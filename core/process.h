@@ -37,6 +37,9 @@ struct Thread {
   // yet (stopped), possibly a group-stop (the program was stopped by SIGSTOP & co.).
   bool stopped = false;
   bool group_stop = false;
+  // At this stop: the entry breakpoint the thread was pointed back at when functracer
+  // took the stop in (survival::take_in); its registers say so, the stop does not.
+  RemoteAddr rewound;
   long syscall_nr = -1;  // the system call between its entry and exit stops
   // Where _Unwind_Backtrace returns to (ip, sp after the return), or the landing pad
   // the unwinder jumps to (ip, null sp: any): rearm there.

@@ -19,7 +19,10 @@ StopQueue::StopQueue() {
 
 pid_t StopQueue::wait_kernel(int* status, int flags, pid_t which) {
   pid_t tid = ::waitpid(which, status, __WALL | flags);
-  if (tid > 0 && WIFSTOPPED(*status)) ++stops_;
+  if (tid > 0 && WIFSTOPPED(*status)) {
+    ++stops_;
+    if (watcher_) watcher_->reaped({tid, *status});
+  }
   return tid;
 }
 

@@ -51,7 +51,16 @@ class StopQueue {
     virtual uint64_t idle(uint64_t now) = 0;
   };
 
+  // Told of every stop the moment waitpid reports it, before it is queued or handled
+  // (survival::take_in).
+  class Watcher {
+   public:
+    virtual ~Watcher() = default;
+    virtual void reaped(const Stop& s) = 0;
+  };
+
   StopQueue();
+  void set_watcher(Watcher* w) { watcher_ = w; }
 
   // Ptrace stops seen by waitpid so far (exits are not stops).
   uint64_t stops() const { return stops_; }
@@ -90,6 +99,7 @@ class StopQueue {
 
   std::deque<Stop> deferred_;
   std::map<pid_t, int> early_;
+  Watcher* watcher_ = nullptr;
   uint64_t stops_ = 0;
   static constexpr uint64_t kSpinNs = 100'000;
   uint64_t spin_ns_ = 0;

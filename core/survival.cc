@@ -332,14 +332,26 @@ void note_return(Process& p, RemoteAddr slot, RemoteAddr real_ret) {
   put_return(g, slot.value(), real_ret.value());
 }
 
-void take_in(Process& p, Thread& t, const Registers& regs) {
-  if (!p.space.recorder.guard_installed) return;
-  RemoteAddr at = arch::host().trap_address(regs.ip());
+bool take_in(Process& p, Thread& t) {
+  t.rewound = RemoteAddr();
+  if (!p.space.recorder.guard_installed) return false;
+  auto regs = ptrace::get_regs(t.tid);
+  if (!regs) return false;
+  RemoteAddr at = arch::host().trap_address(regs->ip());
+  if (!p.space.is_our_trap(at)) return false;
   auto it = p.space.breakpoints.find(at);
-  if (it == p.space.breakpoints.end() || !it->second.entry.null() || at == regs.ip()) return;
-  Registers back = regs;
-  back.set_ip(at);
-  (void)ptrace::set_regs(t.tid, back);
+  if (it != p.space.breakpoints.end() && it->second.entry.null() && at != regs->ip()) {
+    Registers back = *regs;
+    back.set_ip(at);
+    if (ptrace::set_regs(t.tid, back)) t.rewound = at;
+  }
+  return true;
+}
+
+Result<Registers> stop_regs(Thread& t) {
+  auto regs = ptrace::get_regs(t.tid);
+  if (regs && !t.rewound.null() && regs->ip() == t.rewound) regs->set_ip(arch::host().pc_after_trap(t.rewound));
+  return regs;
 }
 
 }  // namespace ft::survival

@@ -13,14 +13,15 @@
 #include <span>
 #include <vector>
 
+#include "arch/registers.h"
 #include "common/remote_addr.h"
+#include "common/result.h"
 
 namespace ft {
 
 class Injector;
 class Process;
 struct Thread;
-struct Registers;
 struct EntryPatchSite;
 struct Breakpoint;
 struct MapsEntry;
@@ -53,14 +54,18 @@ void note_areas(Process& p);
 void sync_traps(Process& p);
 // functracer replaced the return address at slot (with the trampoline, a stub or a trap).
 void note_return(Process& p, RemoteAddr slot, RemoteAddr real_ret);
-// functracer took in (waited for) t's stop at one of its traps, t stopped at regs.
-// Should it die before it answers, the kernel lets the thread go on past the trap
-// without the signal: onto the trap that follows each one of functracer's own code,
-// which the handler knows what to do with, but into the middle of the program's
-// instruction past an entry breakpoint. Such a thread is pointed back at the
-// breakpoint here, to meet it again and the handler with it. `regs` (what functracer
-// works with) stays as the kernel reported it.
-void take_in(Process& p, Thread& t, const Registers& regs);
+// waitpid reported t's SIGTRAP stop (functracer took it in). Should functracer die
+// before it answers, the kernel lets the thread go on past the trap without the
+// signal: onto the trap that follows each one in functracer's own code, which the
+// handler knows what to do with, but into the middle of the program's instruction
+// past an entry breakpoint. Such a thread is pointed back at the breakpoint here (one
+// PTRACE_SETREGS), to meet it again and the handler with it; t.rewound says so.
+// Attached processes with the handler installed only. False when t is not stopped at
+// one of functracer's traps.
+bool take_in(Process& p, Thread& t);
+// t's registers at its SIGTRAP stop as the kernel reported them (pc past the trap),
+// whether or not take_in pointed it back since.
+Result<Registers> stop_regs(Thread& t);
 
 }  // namespace survival
 }  // namespace ft

@@ -59,6 +59,13 @@ class CodePatch {
     if (auto s = mem.write(addr, code); !s) return s.error();
     return CodePatch(mem, addr, std::move(saved));
   }
+  // Writes `code` at addr, and `restore` (at least code's size) there afterwards.
+  static Result<CodePatch> apply_restoring(const RemoteMemory& mem, RemoteAddr addr, std::span<const uint8_t> code,
+                                           std::vector<uint8_t> restore) {
+    if (restore.size() < code.size()) return Error::msg("less to put back than to write");
+    if (auto s = mem.write(addr, code); !s) return s.error();
+    return CodePatch(mem, addr, std::move(restore));
+  }
   CodePatch(CodePatch&& o) noexcept : mem_(o.mem_), addr_(o.addr_), saved_(std::move(o.saved_)) { o.mem_ = nullptr; }
   CodePatch& operator=(CodePatch&&) = delete;
   CodePatch(const CodePatch&) = delete;

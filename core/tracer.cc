@@ -29,6 +29,7 @@
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
 #include "core/untraced.h"
+#include "core/die_at.h"
 #include "core/survival.h"
 
 namespace ft {
@@ -46,6 +47,15 @@ Tracer::Tracer(const Options& opts, PluginHost& host) : opts_(opts), host_(host)
   start_ns_ = monotonic_ns();
   if (fast_path_.wanted()) returns_.set_fast_path(&fast_path_);
   enabled_ = !opts.start_disabled;
+  stops_.set_watcher(this);
+}
+
+void Tracer::reaped(const Stop& s) {
+  Thread* t = procs_.thread(s.tid);
+  if (!t) return;
+  t->rewound = RemoteAddr();
+  if (!WIFSTOPPED(s.status) || WSTOPSIG(s.status) != SIGTRAP || (s.status >> 16) != 0) return;
+  if (survival::take_in(*t->process, *t)) die_at::reached(die_at::Moment::Trap);
 }
 
 Tracer::~Tracer() { g_tracer = nullptr; }
@@ -557,8 +567,7 @@ void Tracer::on_syscall(Thread& t) {
 
 void Tracer::handle_sigtrap(Thread& t) {
   Process& p = *t.process;
-  auto regs = ptrace::get_regs(t.tid);
-  if (regs) survival::take_in(p, t, *regs);
+  auto regs = survival::stop_regs(t);
   if (regs && retry_for_room(t, *regs)) return;
   returns_.drain(p, regs ? &t : nullptr, regs ? regs->sp() : RemoteAddr());
   if (!regs) return;  // vanished; its exit status follows
@@ -665,7 +674,7 @@ void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
       t->stopped = true;
       if (ws.signal == SIGTRAP) {
         Process& p = *t->process;
-        auto regs = ptrace::get_regs(tid);
+        auto regs = survival::stop_regs(*t);
         if (!regs) return;
         RemoteAddr at = arch::host().trap_address(regs->ip());
         if (p.space.is_trampoline(at) || p.space.fast_slow_stop(at) >= 0) {

@@ -43,7 +43,7 @@
 namespace ft {
 
 
-class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
+class Tracer : private StopQueue::Sleeper, private StopQueue::Watcher, private AttachSession::Engine {
  public:
   Tracer(const Options& opts, PluginHost& host);
   ~Tracer();
@@ -98,6 +98,8 @@ class Tracer : private StopQueue::Sleeper, private AttachSession::Engine {
   bool wake_requested() override;
   void on_signal(int sig, pid_t sender) override;
   uint64_t idle(uint64_t now) override;
+  // StopQueue::Watcher: survival::take_in for SIGTRAP stops of attached processes.
+  void reaped(const Stop& s) override;
   // Writes out the trace buffers holding records older than TraceWriter::kMaxAgeNs;
   // returns when the next one is due (0: nothing is buffered).
   uint64_t flush_aged_traces(uint64_t now);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,8 +37,14 @@ namespace {
 // kResumeBytes of executable memory in p that nothing runs: the end of the last page
 // of a module's code segment, past the segment (the kernel maps whole pages; those
 // bytes are padding or the file's next bytes, never reached at those addresses).
-// Null when no module loaded so far has that much.
-RemoteAddr resume_room(const Process& p, const std::vector<MapsEntry>& maps) {
+struct ResumeRoom {
+  RemoteAddr at;
+  std::vector<uint8_t> file_bytes;  // what the file has there, put back afterwards
+};
+
+// The room, or nothing when no module loaded so far has that much. The bytes put back
+// are the file's, so that a block a functracer that died left there goes too.
+std::optional<ResumeRoom> resume_room(const Process& p, const std::vector<MapsEntry>& maps) {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   for (const auto& m : p.space.modules) {
     if (!m->elf) continue;
@@ -47,11 +54,23 @@ RemoteAddr resume_room(const Process& p, const std::vector<MapsEntry>& maps) {
       uint64_t start = (end + 15) & ~uint64_t{15};
       uint64_t page_end = (end + page - 1) & ~(page - 1);
       if (page_end < start || page_end - start < Injector::kResumeBytes) continue;
-      for (const MapsEntry& e : maps)
-        if (e.x && e.start <= start && page_end <= e.end) return RemoteAddr(start);
+      for (const MapsEntry& e : maps) {
+        if (!e.x || e.start > start || page_end > e.end || e.path.empty()) continue;
+        std::string file = e.path.ends_with(" (deleted)")
+                               ? fmt::format("/proc/{}/map_files/{:x}-{:x}", p.pid(), e.start, e.end)
+                               : e.path;
+        int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ResumeRoom room{RemoteAddr(start), std::vector<uint8_t>(Injector::kResumeBytes, 0)};
+        // Past the end of the file the kernel maps zeros.
+        ssize_t n = ::pread(fd, room.file_bytes.data(), room.file_bytes.size(),
+                            static_cast<off_t>(e.offset + (start - e.start)));
+        ::close(fd);
+        if (n >= 0) return room;
+      }
     }
   }
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -77,12 +96,16 @@ SsolArea* Tracer::area_near(Process& p, Thread& t, Registers& regs, RemoteAddr a
   RemoteAddr stub, room;
   std::optional<CodePatch> temp;
   if (p.space.areas.empty()) {
-    if (p.attached && arch::host().recorder) room = resume_room(p, *maps);
-    if (!room.null()) FT_DEBUG("process {}: its first out-of-line area mapped from {:#x}", p.pid(), room.value());
+    std::optional<ResumeRoom> rr;
+    if (p.attached && arch::host().recorder) rr = resume_room(p, *maps);
+    if (rr) {
+      room = rr->at;
+      FT_DEBUG("process {}: its first out-of-line area mapped from {:#x}", p.pid(), room.value());
+    }
     stub = !room.null() ? room : p.space.scratch.null() ? regs.ip() : p.space.scratch;
     std::vector<uint8_t> code(arch::host().syscall.stub.begin(), arch::host().syscall.stub.end());
-    if (!room.null()) code.resize(Injector::kResumeBytes, arch::host().trap[0]);  // its bytes put back after
-    auto patch = CodePatch::apply(p.mem(), stub, code);
+    auto patch = rr ? CodePatch::apply_restoring(p.mem(), stub, code, std::move(rr->file_bytes))
+                    : CodePatch::apply(p.mem(), stub, code);
     if (!patch) return nullptr;
     temp.emplace(std::move(*patch));
   } else {
