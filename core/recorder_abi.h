@@ -186,11 +186,13 @@ static inline uint64_t ft_rec_key_hash(uint64_t tp) {
 
 /* One trap of ours, by the address of its int3. */
 struct ft_rec_trap {
-  uint64_t at;     /* the int3's address; 0: an empty entry */
+  uint64_t at;     /* the int3's address; 0: an empty entry; FT_REC_TRAP_GONE: one that was
+                      taken out (lookups go on past it) */
   uint64_t resume; /* where the thread goes on (a copy of the displaced instructions); 0:
                       put orig back at `at` and go on there */
   uint64_t orig;   /* the byte the int3 replaced (entry breakpoints) */
 };
+#define FT_REC_TRAP_GONE 1u    /* `at` of an entry taken out: no int3 is ever there */
 #define FT_REC_TRAP_RESTORE 1u /* flag in orig's bit 8: the int3 is in the program's code */
 #define FT_REC_TRAP_RETURN 2u  /* flag in orig's bit 8: a hooked return's trap (the trampoline, a
                                   return stub's slow path): on to the real return address */

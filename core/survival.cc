@@ -19,6 +19,7 @@
 #include "core/ptrace.h"
 #include "core/recorder_abi.h"
 #include "core/ssol_area.h"
+#include "core/trap_table.h"
 
 namespace ft::survival {
 namespace {
@@ -45,36 +46,11 @@ RemoteAddr remote(const Process& p, const void* field) {
   return rs.region + off;
 }
 
-// Puts a trap in the table; the entries functracer filled are listed in
-// rs.trap_slots, so that emptying the table touches those alone.
 void put_trap(RecorderSpace& rs, ft_rec_guard* g, uint64_t at, uint64_t resume, uint64_t orig) {
-  uint64_t i = ft_rec_addr_hash(at) & (FT_REC_TRAPS - 1);
-  for (uint32_t n = 0; n < FT_REC_TRAPS; ++n, i = (i + 1) & (FT_REC_TRAPS - 1)) {
-    ft_rec_trap& e = g->traps[i];
-    if (e.at == at || e.at == 0) {
-      e.resume = resume;
-      e.orig = orig;
-      if (e.at == 0) {
-        ++g->ntraps;
-        rs.trap_slots.push_back(static_cast<uint32_t>(i));
-      }
-      __atomic_store_n(&e.at, at, __ATOMIC_RELEASE);
-      return;
-    }
-  }
+  trap_table::put(g, rs.trap_slots, at, resume, orig);
 }
 
-// Empties the trap table: the entries functracer filled, or every one when the table
-// holds others (a process sharing the region, vfork's child, added them).
-void clear_traps(RecorderSpace& rs, ft_rec_guard* g) {
-  if (g->ntraps == rs.trap_slots.size()) {
-    for (uint32_t i : rs.trap_slots) __atomic_store_n(&g->traps[i].at, 0, __ATOMIC_RELEASE);
-  } else {
-    for (ft_rec_trap& e : g->traps) __atomic_store_n(&e.at, 0, __ATOMIC_RELEASE);
-  }
-  rs.trap_slots.clear();
-  g->ntraps = 0;
-}
+void clear_traps(RecorderSpace& rs, ft_rec_guard* g) { trap_table::clear(g, rs.trap_slots); }
 
 void put_return(ft_rec_guard* g, uint64_t slot, uint64_t real) {
   uint64_t i = ft_rec_addr_hash(slot) & (FT_REC_RETURNS - 1);
@@ -153,7 +129,7 @@ bool take_over(Process& p, uint64_t region, uint64_t size) {
   }
   auto tt = read_table<ft_rec_trap>(p, g_at + static_cast<int64_t>(offsetof(ft_rec_guard, traps)), FT_REC_TRAPS);
   for (const ft_rec_trap& e : tt) {
-    if (e.at == 0 || !(e.orig & (FT_REC_TRAP_RESTORE << 8))) continue;
+    if (e.at == 0 || e.at == FT_REC_TRAP_GONE || !(e.orig & (FT_REC_TRAP_RESTORE << 8))) continue;
     uint8_t now = 0;
     if (!p.mem().read_exact(RemoteAddr(e.at), {&now, 1}) || now != 0xcc) continue;
     uint8_t orig = static_cast<uint8_t>(e.orig);
@@ -310,19 +286,31 @@ void note_areas(Process& p) {
 void sync_traps(Process& p) {
   ft_rec_guard* g = guard(p);
   if (!g) return;
-  // Out first, then in: a trap of ours never reaches the handler while functracer
-  // lives, and one of the program's is not in the table before or after.
-  clear_traps(p.space.recorder, g);
-  p.space.recorder.unguarded = 0;
+  RecorderSpace& rs = p.space.recorder;
+  std::vector<uint64_t> wanted;
+  wanted.reserve(p.space.breakpoints.size() + p.space.fast_stub_slot.size() + 3);
+  for (const auto& [addr, bp] : p.space.breakpoints) wanted.push_back(addr.value());
+  if (!p.space.trampoline.null()) wanted.push_back(p.space.trampoline.value());
+  for (const auto& [stub, k] : p.space.fast_stub_slot)
+    wanted.push_back((stub + static_cast<int64_t>(fastret::kSlowTrapOffset)).value());
+  if (!rs.return_trap.null()) wanted.push_back(rs.return_trap.value());
+  if (!rs.signal_trap.null()) wanted.push_back(rs.signal_trap.value());
+  // In first, then out: should functracer die meanwhile, every trap it has planted is
+  // in the table (an entry whose int3 has gone stays a moment longer: no thread meets
+  // it). Only a table crowded with entries taken out is emptied first, the way it was
+  // filled then: a trap of ours never reaches the handler while functracer lives.
+  if (g->ntraps + wanted.size() > FT_REC_TRAPS / 4) clear_traps(rs, g);
+  rs.unguarded = 0;
   for (const auto& [addr, bp] : p.space.breakpoints) note_trap(p, bp);
   note_areas(p);
   if (!p.space.trampoline.null()) note_return_trap(p, p.space.trampoline);
   for (const auto& [stub, k] : p.space.fast_stub_slot)
     note_return_trap(p, stub + static_cast<int64_t>(fastret::kSlowTrapOffset));
-  if (!p.space.recorder.return_trap.null()) note_return_trap(p, p.space.recorder.return_trap);
-  if (!p.space.recorder.signal_trap.null()) note_return_trap(p, p.space.recorder.signal_trap);
-  if (p.space.recorder.unguarded)
-    FT_DEBUG("process {}: {} breakpoints are not in the trap table (full)", p.pid(), p.space.recorder.unguarded);
+  if (!rs.return_trap.null()) note_return_trap(p, rs.return_trap);
+  if (!rs.signal_trap.null()) note_return_trap(p, rs.signal_trap);
+  std::sort(wanted.begin(), wanted.end());
+  trap_table::keep_only(g, rs.trap_slots, wanted);
+  if (rs.unguarded) FT_DEBUG("process {}: {} breakpoints are not in the trap table (full)", p.pid(), rs.unguarded);
 }
 
 void note_return(Process& p, RemoteAddr slot, RemoteAddr real_ret) {
