@@ -40,6 +40,10 @@ struct Thread {
   // At this stop: the entry breakpoint the thread was pointed back at when functracer
   // took the stop in (survival::take_in); its registers say so, the stop does not.
   RemoteAddr rewound;
+  // The registers take_in read (as the kernel reported them), good for one
+  // survival::stop_regs while none were written since (ptrace::regs_writes).
+  Registers taken_regs;
+  uint64_t taken_writes = UINT64_MAX;
   long syscall_nr = -1;  // the system call between its entry and exit stops
   // Where _Unwind_Backtrace returns to (ip, sp after the return), or the landing pad
   // the unwinder jumps to (ip, null sp: any): rearm there.

@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <iterator>
 #include <string>
 
 #include "core/log.h"
@@ -71,9 +72,16 @@ Result<Registers> get_regs(pid_t tid) {
   return r;
 }
 
+namespace {
+uint64_t g_regs_writes[256] = {};
+}  // namespace
+
 Status set_regs(pid_t tid, const Registers& regs) {
+  ++g_regs_writes[static_cast<unsigned>(tid) % std::size(g_regs_writes)];
   return request(PTRACE_SETREGS, tid, nullptr, const_cast<user_regs_struct*>(&regs.raw));
 }
+
+uint64_t regs_writes(pid_t tid) { return g_regs_writes[static_cast<unsigned>(tid) % std::size(g_regs_writes)]; }
 
 Result<user_fpregs_struct> get_fp_regs(pid_t tid) {
   user_fpregs_struct fp{};

@@ -33,6 +33,10 @@ Status detach(pid_t tid, int sig = 0);
 Status interrupt(pid_t tid);
 Result<Registers> get_regs(pid_t tid);
 Status set_regs(pid_t tid, const Registers& regs);
+// How many times functracer wrote registers of thread tid (set_regs), counted with
+// others sharing a bucket: registers read at a stop are still a thread's while this
+// has not changed.
+uint64_t regs_writes(pid_t tid);
 Result<user_fpregs_struct> get_fp_regs(pid_t tid);
 Result<unsigned long> event_msg(pid_t tid);
 Result<siginfo_t> siginfo(pid_t tid);

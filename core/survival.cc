@@ -333,10 +333,18 @@ bool take_in(Process& p, Thread& t) {
     back.set_ip(at);
     if (ptrace::set_regs(t.tid, back)) t.rewound = at;
   }
+  // What the stop's handler reads next, without a second system call.
+  t.taken_regs = *regs;
+  t.taken_writes = ptrace::regs_writes(t.tid);
   return true;
 }
 
 Result<Registers> stop_regs(Thread& t) {
+  if (t.taken_writes == ptrace::regs_writes(t.tid)) {
+    t.taken_writes = UINT64_MAX;
+    return t.taken_regs;
+  }
+  t.taken_writes = UINT64_MAX;
   auto regs = ptrace::get_regs(t.tid);
   if (regs && !t.rewound.null() && regs->ip() == t.rewound) regs->set_ip(arch::host().pc_after_trap(t.rewound));
   return regs;

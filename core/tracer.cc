@@ -54,6 +54,7 @@ void Tracer::reaped(const Stop& s) {
   Thread* t = procs_.thread(s.tid);
   if (!t) return;
   t->rewound = RemoteAddr();
+  t->taken_writes = UINT64_MAX;
   if (!WIFSTOPPED(s.status) || WSTOPSIG(s.status) != SIGTRAP || (s.status >> 16) != 0) return;
   if (survival::take_in(*t->process, *t)) die_at::reached(die_at::Moment::Trap);
 }
