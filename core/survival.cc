@@ -231,29 +231,74 @@ void retire(Process& p) {
   rs.guard_installed = false;
 }
 
+namespace {
+
+// A trap as the guard's table holds it: where its int3 is, where the handler sends the
+// thread (0: the return address the thread's stack or the table of returns gives) and
+// what it writes back first (FT_REC_TRAP_* << 8 | the original byte).
+struct Trap {
+  uint64_t at, resume, orig;
+};
+
+Trap return_trap(RemoteAddr at) { return {at.value(), 0, uint64_t{FT_REC_TRAP_RETURN} << 8}; }
+
+Trap trap_of(const Breakpoint& bp) {
+  if (bp.entry.null())
+    // An entry breakpoint (or a hook's): its byte goes back and the code runs as it is.
+    return {bp.addr.value(), bp.slot.value(), bp.orig_byte | uint64_t{FT_REC_TRAP_RESTORE} << 8};
+  // A trampoline's stop path: on to the relocated first instructions.
+  return {bp.addr.value(), bp.slot.value(), 0};
+}
+
+// Every trap functracer has in p, once: what sync_traps puts in and keeps.
+std::vector<Trap> our_traps(const Process& p) {
+  const RecorderSpace& rs = p.space.recorder;
+  std::vector<Trap> traps;
+  traps.reserve(p.space.breakpoints.size() + p.space.fast_stub_slot.size() + 4);
+  for (const auto& [addr, bp] : p.space.breakpoints) traps.push_back(trap_of(bp));
+  if (!p.space.trampoline.null()) traps.push_back(return_trap(p.space.trampoline));
+  for (const auto& [stub, k] : p.space.fast_stub_slot)
+    traps.push_back(return_trap(stub + static_cast<int64_t>(fastret::kSlowTrapOffset)));
+  if (!rs.return_trap.null()) traps.push_back(return_trap(rs.return_trap));
+  if (!rs.signal_trap.null()) traps.push_back(return_trap(rs.signal_trap));
+  // An injected call returns onto the resume block's trap (Injector::call).
+  if (!p.space.resume_code.null())
+    traps.push_back({p.space.resume_code.value(),
+                     (p.space.resume_code + static_cast<int64_t>(arch::host().trap.size())).value(), 0});
+  return traps;
+}
+
+// Puts t in g's table while it has room; false when it has none.
+bool put_if_room(RecorderSpace& rs, ft_rec_guard* g, const Trap& t) {
+  if (g->ntraps >= FT_REC_TRAPS / 2) return false;
+  put_trap(rs, g, t.at, t.resume, t.orig);
+  return true;
+}
+
+void write_areas(const Process& p, ft_rec_guard* g) {
+  uint64_t n = 0;
+  for (const auto& a : p.space.areas) {
+    if (n == FT_REC_AREAS) break;
+    g->areas[n][0] = a->base().value();
+    g->areas[n][1] = a->end().value();
+    ++n;
+  }
+  g->nareas = n;
+}
+
+}  // namespace
+
 void note_return_trap(Process& p, RemoteAddr trap) {
-  ft_rec_guard* g = guard(p);
-  if (g && g->ntraps < FT_REC_TRAPS / 2) put_trap(p.space.recorder, g, trap.value(), 0, uint64_t{FT_REC_TRAP_RETURN} << 8);
+  if (ft_rec_guard* g = guard(p)) put_if_room(p.space.recorder, g, return_trap(trap));
 }
 
 void note_resume(Process& p, RemoteAddr trap, RemoteAddr resume) {
-  ft_rec_guard* g = guard(p);
-  if (g && g->ntraps < FT_REC_TRAPS / 2) put_trap(p.space.recorder, g, trap.value(), resume.value(), 0);
+  if (ft_rec_guard* g = guard(p)) put_if_room(p.space.recorder, g, {trap.value(), resume.value(), 0});
 }
 
 void note_trap(Process& p, const Breakpoint& bp) {
   ft_rec_guard* g = guard(p);
-  if (!g) return;
-  if (g->ntraps >= FT_REC_TRAPS / 2) {
-    ++p.space.recorder.unguarded;
-    return;
-  }
-  if (bp.entry.null())
-    // An entry breakpoint (or a hook's): its byte goes back and the code runs as it is.
-    put_trap(p.space.recorder, g, bp.addr.value(), bp.slot.value(), bp.orig_byte | uint64_t{FT_REC_TRAP_RESTORE} << 8);
-  else
-    // A trampoline's stop path: on to the relocated first instructions.
-    put_trap(p.space.recorder, g, bp.addr.value(), bp.slot.value(), 0);
+  if (g && !put_if_room(p.space.recorder, g, trap_of(bp))) ++p.space.recorder.unguarded;
 }
 
 void note_patch(Process& p, const EntryPatchSite& s, std::span<const uint8_t> patched) {
@@ -272,45 +317,31 @@ void note_patch(Process& p, const EntryPatchSite& s, std::span<const uint8_t> pa
 void note_areas(Process& p) {
   ft_rec_guard* g = guard(p);
   if (!g) return;
-  if (!p.space.trampoline.null()) note_return_trap(p, p.space.trampoline);
-  uint64_t n = 0;
-  for (const auto& a : p.space.areas) {
-    if (n == FT_REC_AREAS) break;
-    g->areas[n][0] = a->base().value();
-    g->areas[n][1] = a->end().value();
-    ++n;
-  }
-  g->nareas = n;
+  if (!p.space.trampoline.null()) put_if_room(p.space.recorder, g, return_trap(p.space.trampoline));
+  write_areas(p, g);
 }
 
 void sync_traps(Process& p) {
   ft_rec_guard* g = guard(p);
   if (!g) return;
   RecorderSpace& rs = p.space.recorder;
-  std::vector<uint64_t> wanted;
-  wanted.reserve(p.space.breakpoints.size() + p.space.fast_stub_slot.size() + 3);
-  for (const auto& [addr, bp] : p.space.breakpoints) wanted.push_back(addr.value());
-  if (!p.space.trampoline.null()) wanted.push_back(p.space.trampoline.value());
-  for (const auto& [stub, k] : p.space.fast_stub_slot)
-    wanted.push_back((stub + static_cast<int64_t>(fastret::kSlowTrapOffset)).value());
-  if (!rs.return_trap.null()) wanted.push_back(rs.return_trap.value());
-  if (!rs.signal_trap.null()) wanted.push_back(rs.signal_trap.value());
+  std::vector<Trap> traps = our_traps(p);
   // In first, then out: should functracer die meanwhile, every trap it has planted is
   // in the table (an entry whose int3 has gone stays a moment longer: no thread meets
   // it). Only a table crowded with entries taken out is emptied first, the way it was
   // filled then: a trap of ours never reaches the handler while functracer lives.
-  if (g->ntraps + wanted.size() > FT_REC_TRAPS / 4) clear_traps(rs, g);
+  if (g->ntraps + traps.size() > FT_REC_TRAPS / 4) clear_traps(rs, g);
   rs.unguarded = 0;
-  for (const auto& [addr, bp] : p.space.breakpoints) note_trap(p, bp);
-  note_areas(p);
-  if (!p.space.trampoline.null()) note_return_trap(p, p.space.trampoline);
-  for (const auto& [stub, k] : p.space.fast_stub_slot)
-    note_return_trap(p, stub + static_cast<int64_t>(fastret::kSlowTrapOffset));
-  if (!rs.return_trap.null()) note_return_trap(p, rs.return_trap);
-  if (!rs.signal_trap.null()) note_return_trap(p, rs.signal_trap);
-  std::sort(wanted.begin(), wanted.end());
-  trap_table::keep_only(g, rs.trap_slots, wanted);
-  if (rs.unguarded) FT_DEBUG("process {}: {} breakpoints are not in the trap table (full)", p.pid(), rs.unguarded);
+  std::vector<uint64_t> keep;
+  keep.reserve(traps.size());
+  for (const Trap& t : traps) {
+    if (!put_if_room(rs, g, t)) ++rs.unguarded;
+    keep.push_back(t.at);
+  }
+  write_areas(p, g);
+  std::sort(keep.begin(), keep.end());
+  trap_table::keep_only(g, rs.trap_slots, keep);
+  if (rs.unguarded) FT_DEBUG("process {}: {} traps are not in the trap table (full)", p.pid(), rs.unguarded);
 }
 
 void note_return(Process& p, RemoteAddr slot, RemoteAddr real_ret) {

@@ -11,6 +11,7 @@
 #include "core/recorder.h"
 #include "core/recorder_image.h"
 #include "core/recorder_region.h"
+#include "tests/unit/recorder_image_fixture.h"
 
 namespace ft {
 namespace {
@@ -27,28 +28,6 @@ struct Recorder {
   ReturnFn ret;
 };
 
-// The image in executable memory, as functracer places it in a process.
-class Image {
- public:
-  Image() {
-    size_ = (sizeof recorder_image::kCode + 4095) & ~size_t{4095};
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    EXPECT_NE(p, MAP_FAILED);
-    std::memcpy(p, recorder_image::kCode, sizeof recorder_image::kCode);
-    EXPECT_EQ(::mprotect(p, size_, PROT_READ | PROT_EXEC), 0);
-    base_ = static_cast<uint8_t*>(p);
-  }
-  ~Image() { ::munmap(base_, size_); }
-  Recorder recorder() const {
-    return {reinterpret_cast<EntryFn>(base_ + recorder_image::kEntryOffset),
-            reinterpret_cast<ReturnFn>(base_ + recorder_image::kReturnOffset)};
-  }
-
- private:
-  uint8_t* base_ = nullptr;
-  size_t size_ = 0;
-};
-
 class RecorderTest : public ::testing::TestWithParam<bool> {
  protected:
   RecorderTest()
@@ -56,7 +35,8 @@ class RecorderTest : public ::testing::TestWithParam<bool> {
         base_(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)),
         region_(RecorderRegion::create(base_, kRing)) {
     region_.header()->return_stub = kStub;
-    rec_ = GetParam() ? image_.recorder() : Recorder{ft_recorder_entry, ft_recorder_return};
+    rec_ = GetParam() ? Recorder{image_.at<EntryFn>(recorder_image::kEntryOffset), image_.at<ReturnFn>(recorder_image::kReturnOffset)}
+                   : Recorder{ft_recorder_entry, ft_recorder_return};
   }
   ~RecorderTest() override { ::munmap(base_, size_); }
 
@@ -74,7 +54,7 @@ class RecorderTest : public ::testing::TestWithParam<bool> {
 
   ft_rec_header* h() { return region_.header(); }
 
-  Image image_;
+  LoadedRecorderImage image_;
   uint64_t size_;
   void* base_;
   RecorderRegion region_;

@@ -16,6 +16,7 @@
 #include "core/module_map.h"
 #include "core/recorder.h"
 #include "core/recorder_image.h"
+#include "tests/unit/recorder_image_fixture.h"
 #include "core/unwind_index.h"
 
 extern "C" void ft_fixture_with_entry_state(void (*fn)(uint64_t sp, uint64_t bp, void* arg), void* arg);
@@ -25,24 +26,6 @@ namespace {
 
 using WalkFn = int (*)(const ft_rec_unwind_index*, uint64_t, uint64_t, uint64_t, uint64_t, const ft_rec_frame*,
                        uint64_t, uint64_t*, int, int*);
-
-// The recorder image in executable memory: the walk as it runs in a process.
-class Image {
- public:
-  Image() {
-    size_ = (sizeof recorder_image::kCode + 4095) & ~size_t{4095};
-    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    std::memcpy(p, recorder_image::kCode, sizeof recorder_image::kCode);
-    ::mprotect(p, size_, PROT_READ | PROT_EXEC);
-    base_ = static_cast<uint8_t*>(p);
-  }
-  ~Image() { ::munmap(base_, size_); }
-  WalkFn walk() const { return reinterpret_cast<WalkFn>(base_ + recorder_image::kWalkOffset); }
-
- private:
-  uint8_t* base_;
-  size_t size_;
-};
 
 std::vector<uint8_t> index_of(std::vector<ft_rec_unwind_module> mods, std::vector<ft_rec_unwind_row> rows) {
   ft_rec_unwind_index h{mods.size(), rows.size()};
@@ -56,8 +39,8 @@ std::vector<uint8_t> index_of(std::vector<ft_rec_unwind_module> mods, std::vecto
 
 class Walks : public ::testing::TestWithParam<bool> {
  protected:
-  WalkFn walk() const { return GetParam() ? image_.walk() : ft_recorder_walk; }
-  Image image_;
+  WalkFn walk() const { return GetParam() ? image_.at<WalkFn>(recorder_image::kWalkOffset) : ft_recorder_walk; }
+  LoadedRecorderImage image_;
 };
 
 // A stack laid out by hand. Code at 0x1000..0x3000 (one module): functions A

@@ -15,6 +15,7 @@
 #include "core/recorder_image.h"
 #include "core/recorder_region.h"
 #include "core/trap_table.h"
+#include "tests/unit/recorder_image_fixture.h"
 
 namespace ft {
 namespace {
@@ -47,19 +48,9 @@ class TrapTable : public ::testing::TestWithParam<bool> {
     g_->old_action.handler = reinterpret_cast<uint64_t>(&program_handler);
     g_->old_action.flags = SA_SIGINFO;
     g_forwarded = 0;
-    if (GetParam()) {
-      image_size_ = (sizeof recorder_image::kCode + 4095) & ~size_t{4095};
-      void* p = ::mmap(nullptr, image_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      std::memcpy(p, recorder_image::kCode, sizeof recorder_image::kCode);
-      EXPECT_EQ(::mprotect(p, image_size_, PROT_READ | PROT_EXEC), 0);
-      image_ = static_cast<uint8_t*>(p);
-      trap_ = reinterpret_cast<TrapFn>(image_ + recorder_image::kTrapOffset);
-    }
+    if (GetParam()) trap_ = image_.at<TrapFn>(recorder_image::kTrapOffset);
   }
-  ~TrapTable() override {
-    if (image_) ::munmap(image_, image_size_);
-    ::munmap(base_, size_);
-  }
+  ~TrapTable() override { ::munmap(base_, size_); }
 
   const ft_rec_trap* find(uint64_t at) const { return ft_rec_trap_find(g_, at); }
 
@@ -81,8 +72,7 @@ class TrapTable : public ::testing::TestWithParam<bool> {
   RecorderRegion region_;
   ft_rec_guard* g_ = nullptr;
   std::vector<uint32_t> slots_;
-  uint8_t* image_ = nullptr;
-  size_t image_size_ = 0;
+  LoadedRecorderImage image_;
   TrapFn trap_ = ft_recorder_trap;
   uint64_t stack_[16] = {};
 };
