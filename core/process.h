@@ -45,6 +45,15 @@ struct Thread {
   Registers taken_regs;
   uint64_t taken_writes = UINT64_MAX;
   long syscall_nr = -1;  // the system call between its entry and exit stops
+  // The time of the thread's latest call or return event: the next is never earlier.
+  // Times taken at stops (the clock) and times recorded in the process (the time
+  // stamp counter, converted) come from two clocks whose conversion is off by tens of
+  // nanoseconds; a callee's return must not come after its caller's.
+  uint64_t last_event_ns = 0;
+  uint64_t event_ns(uint64_t ns) {
+    if (ns < last_event_ns) ns = last_event_ns;
+    return last_event_ns = ns;
+  }
   // Where _Unwind_Backtrace returns to (ip, sp after the return), or the landing pad
   // the unwinder jumps to (ip, null sp: any): rearm there.
   RemoteAddr rearm_ip, rearm_sp;

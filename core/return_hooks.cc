@@ -32,7 +32,7 @@ void ReturnHooks::disarm(Thread& t) {
 void ReturnHooks::rearm(Thread& t, RemoteAddr sp) {
   Process& p = *t.process;
   auto r = t.stack.rearm(sp);
-  report_.report_unwound(t, r.dead, "exception", monotonic_ns(), t.stack.depth());
+  report_.report_unwound(t, r.dead, "exception", t.event_ns(monotonic_ns()), t.stack.depth());
   for (RemoteAddr slot : r.slots) {
     for (const ShadowFrame& f : t.stack.frames())
       if (f.slot == slot && !f.tail) survival::note_return(p, slot, f.real_ret);
@@ -56,7 +56,7 @@ void ReturnHooks::abandon(Thread& t, const std::vector<ShadowFrame>& frames, uin
 }
 
 bool ReturnHooks::finish_return(Thread& t, Registers& regs) {
-  uint64_t now = monotonic_ns();
+  uint64_t now = t.event_ns(monotonic_ns());
   auto r = t.stack.pop(regs.sp());
   if (!r.abandoned.empty()) abandon(t, r.abandoned, now, t.stack.depth() + r.returned.size());
   if (!r.found) {
@@ -284,6 +284,7 @@ void ReturnHooks::report_in_order(std::vector<Ret>& rets, FastPath::RecordedBatc
 
 void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t* words, uint64_t now) {
   Thread& t = *e.thread;
+  now = t.event_ns(now);
   Process& p = *t.process;
   if (e.fn >= p.space.functions.size()) return;  // not a record of ours: the program wrote there
   const FunctionInfo& fn = p.space.functions[e.fn];
@@ -409,7 +410,7 @@ void ReturnHooks::report_fast_return(Thread& t, const Record& rec) {
     return;
   }
   t.fast_records.pop_back();
-  uint64_t now = tsc_->to_ns(rec.tsc);
+  uint64_t now = t.event_ns(tsc_->to_ns(rec.tsc));
   auto r = t.stack.pop(RemoteAddr(rec.slot) + 8);
   // Frames the return skipped (longjmp'ed over); the thread may be running, so their
   // slots are left alone.

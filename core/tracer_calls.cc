@@ -79,7 +79,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   EventReporter::AtStop at_stop(report_, at_breakpoint);
   if (hooks & kHookReturnSite) {
     auto r = t.stack.pop_site(regs.sp(), addr);
-    if (r.found) report_.report_returns(t, regs, r, monotonic_ns());
+    if (r.found) report_.report_returns(t, regs, r, t.event_ns(monotonic_ns()));
     if (t.rearm_ip == addr && (t.rearm_sp.null() || t.rearm_sp == regs.sp())) {
       t.rearm_ip = t.rearm_sp = RemoteAddr();
       returns_.rearm(t, regs.sp());
@@ -150,7 +150,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
   if (reported) {
     uint32_t fn_id = bp->fn;
     const FunctionInfo& fn = p.space.functions[fn_id];
-    uint64_t now = monotonic_ns();
+    uint64_t now = t.event_ns(monotonic_ns());
     // A Go frame is its goroutine's, kept on the goroutine's stack (go_stacks.h), and
     // keyed where a moved stack still finds it.
     GoStacks::Place place{regs.sp(), 0};
@@ -256,7 +256,7 @@ void Tracer::on_entry(Thread& t, Registers& regs, Breakpoint& bp_ref) {
 void Tracer::leave_function(Thread& t, Registers& regs, uint32_t fn_id) {
   Process& p = *t.process;
   const FunctionInfo& fn = p.space.functions[fn_id];
-  uint64_t now = monotonic_ns();
+  uint64_t now = t.event_ns(monotonic_ns());
   // At a return instruction or a tail jump the return address is at sp, as at the entry.
   GoStacks::Place place{regs.sp(), 0};
   if (fn.go) place = p.space.go_stacks.place(p.mem(), regs, regs.sp());
