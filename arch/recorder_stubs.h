@@ -48,6 +48,14 @@ struct SignalCode {
   size_t restorer = 0;
 };
 
+// How the stubs read the thread pointer, the key of the thread's ring
+// (core/recorder_abi.h): from the register itself where the kernel lets the program
+// (x86-64: rdfsbase), else from the first word of the thread control block it points
+// at, which the TLS ABI has point to itself (x86-64: mov from fs:0). The second needs
+// a thread pointer that points at readable memory: functracer gives a thread that has
+// none yet (before the C library set it up) one to a word of zeros (FastPath).
+enum class ThreadPointerRead { kRegister, kSelfWord };
+
 struct RecorderStubs {
   // at: the trampoline's address; entry_fn: ft_recorder_entry's address; window: the
   // displaced instructions, relocated to run at at + body (see arch/entry_patch.h);
@@ -57,8 +65,8 @@ struct RecorderStubs {
   // before the jump: the slow trap undoes its stack effect, the stop path runs its copy.
   RecorderCode (*entry_trampoline)(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
                                    std::span<const uint8_t> window, uint64_t resume, int64_t stack_delta,
-                                   std::span<const uint8_t> kept);
-  RecorderCode (*return_stub)(uint64_t region, uint64_t return_fn);
+                                   std::span<const uint8_t> kept, ThreadPointerRead tp);
+  RecorderCode (*return_stub)(uint64_t region, uint64_t return_fn, ThreadPointerRead tp);
   // Enters trap_fn (ft_recorder_trap) with the region's header added to the kernel's
   // arguments.
   SignalCode (*trap_handler)(uint64_t region, uint64_t trap_fn);
@@ -89,8 +97,9 @@ struct RecorderStubs {
   size_t kept_copy_gap;
 };
 
-// x86-64: the thread pointer is the fs base, read with rdfsbase: only where the
-// kernel allows it (AT_HWCAP2 & HWCAP2_FSGSBASE, Linux 5.9 and later).
+// x86-64: the thread pointer is the fs base, read with rdfsbase only where the kernel
+// allows it (AT_HWCAP2 & HWCAP2_FSGSBASE, Linux 5.9 and later, a CPU or hypervisor
+// that has it), else from fs:0.
 extern const RecorderStubs kX86_64RecorderStubs;
 
 }  // namespace ft::arch

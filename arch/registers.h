@@ -26,6 +26,7 @@ struct Registers {
   // The thread pointer (x86-64: the fs base): per thread, what the in-process
   // recorder finds a thread's buffer by (core/recorder_abi.h).
   uint64_t thread_pointer() const;
+  void set_thread_pointer(uint64_t v);
   // Integer argument i (0-based) of the platform C calling convention, at function
   // entry (x86-64 SysV: rdi rsi rdx rcx r8 r9; beyond that 0).
   uint64_t arg(unsigned i) const;

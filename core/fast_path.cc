@@ -69,10 +69,14 @@ FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats
   }
   if (!arch::host().recorder) {
     why_not_ = "no in-process recorder for this architecture";
-  } else if (!(::getauxval(AT_HWCAP2) & kHwcap2Fsgsbase)) {
-    why_not_ = "the kernel does not let programs read their thread pointer (FSGSBASE)";
   } else {
     wanted_ = true;
+    // Without FSGSBASE (kernels before 5.9, CPUs and hypervisors without it), the
+    // thread pointer is read where the TLS ABI has the thread control block point to
+    // itself.
+    const char* tp = std::getenv("FT_THREAD_POINTER");
+    if (!(::getauxval(AT_HWCAP2) & kHwcap2Fsgsbase) || (tp && std::strcmp(tp, "fs0") == 0))
+      tp_read_ = arch::ThreadPointerRead::kSelfWord;
   }
   if (wanted_) return;
   if (v && std::strcmp(v, "1") == 0)
@@ -84,8 +88,9 @@ FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats
 bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   RecorderSpace& rs = p.space.recorder;
   RemoteAddr stub = p.space.areas.front()->syscall_stub();
-  uint64_t image = round_page(sizeof recorder_image::kCode);
-  auto ret = arch::host().recorder->return_stub(rs.region.value(), 0);
+  const uint64_t null_tcb = (sizeof recorder_image::kCode + 7) & ~uint64_t{7};
+  uint64_t image = round_page(null_tcb + 8);
+  auto ret = arch::host().recorder->return_stub(rs.region.value(), 0, tp_read_);
   auto handler = arch::host().recorder->trap_handler(0, 0);
   uint64_t size = image + round_page(ret.code.size() + 3 * arch::host().trap.size() + handler.code.size());
   auto rc = injector_.syscall(t, regs, stub, SYS_mmap,
@@ -95,10 +100,11 @@ bool FastPath::map_code(Process& p, Thread& t, Registers& regs) {
   rs.entry_fn = rs.code + static_cast<int64_t>(recorder_image::kEntryOffset);
   rs.return_fn = rs.code + static_cast<int64_t>(recorder_image::kReturnOffset);
   rs.return_stub = rs.code + static_cast<int64_t>(image);
-  ret = arch::host().recorder->return_stub(rs.region.value(), rs.return_fn.value());
+  rs.null_tcb = rs.code + static_cast<int64_t>(null_tcb);  // zeros: the mapping is new
+  ret = arch::host().recorder->return_stub(rs.region.value(), rs.return_fn.value(), tp_read_);
   rs.return_trap = rs.return_stub + static_cast<int64_t>(ret.slow_trap);
   rs.return_after_call = rs.return_stub + static_cast<int64_t>(ret.after_call);
-  rs.entry_after_call = arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}).after_call;
+  rs.entry_after_call = trampoline_layout().after_call;
   rs.code_size = sizeof recorder_image::kCode;
   // After the return stub: the trap a held signal waits at (hold_signal). Each trap
   // here is followed by another, which a thread meets when functracer dies after
@@ -170,6 +176,7 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
   }
   rs.header()->return_stub = rs.return_stub.value();
   rs.header()->verify_walks = Backtracer::verify_requested() ? 1 : 0;
+  rs.header()->tp_self_word = tp_read_ == arch::ThreadPointerRead::kSelfWord ? 1 : 0;
   rs.ready = true;
   rs.needs_region = false;
   // An attached program outlives functracer: the SIGTRAP handler (survival.h).
@@ -237,6 +244,7 @@ bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module&
       return false;
     }
   }
+  if (!give_thread_pointers(p, t, regs, reason)) return false;
   std::vector<uint8_t> body(sym.size);
   if (!p.mem().read_exact(addr, body)) {
     reason = "its code cannot be read";
@@ -256,7 +264,7 @@ bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module&
   }
   const arch::RecorderStubs& stubs = *arch::host().recorder;
   RemoteAddr tramp = area.base() + static_cast<int64_t>(area.next_offset());
-  size_t body_offset = stubs.entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}).body;
+  size_t body_offset = trampoline_layout().body;
   arch::EntryPatchRequest req;
   req.function = body;
   req.entry = addr.value();
@@ -319,7 +327,7 @@ bool FastPath::queue_patch(Process& p, Thread& t, Registers& regs, const Module&
                   uint64_t{std::min(frames, FT_REC_MAX_STACK)} << FT_REC_SITE_FRAMES_SHIFT;
   if (fn.return_mask) site |= FT_REC_SITE_RETURN;
   auto code = stubs.entry_trampoline(tramp.value(), rs.region.value(), site, rs.entry_fn.value(), plan.relocated,
-                                     resume.value(), plan.stack_delta, plan.kept_relocated);
+                                     resume.value(), plan.stack_delta, plan.kept_relocated, tp_read_);
   FT_CHECK(code.body == body_offset, "entry trampoline layout changed (%zu, %zu)", code.body, body_offset);
   // At least one trap after the code (a trap there follows the slow path's, see
   // map_code).
@@ -461,6 +469,36 @@ void FastPath::update_unwind(Process& p) {
            b.stats().modules, b.stats().rows, index.size());
 }
 
+bool FastPath::give_thread_pointers(Process& p, Thread& t, Registers& regs, std::string& reason) {
+  if (tp_read_ != arch::ThreadPointerRead::kSelfWord) return true;
+  RecorderSpace& rs = p.space.recorder;
+  for (const auto& [tid, other] : p.threads()) {
+    if (other.get() == &t) continue;
+    const Registers* r = p.space.pass ? p.space.pass->regs_of(tid) : nullptr;
+    if (!r || r->thread_pointer() == 0) {
+      reason = "another thread has no thread pointer yet";
+      return false;
+    }
+  }
+  if (regs.thread_pointer() != 0) return true;
+  if (rs.null_tcb.null()) {
+    reason = "no thread control block for a thread without one";
+    return false;
+  }
+  // The thread's first instructions after an exec: the C library sets its thread
+  // pointer before code that reads it runs; until then it points at zeros (no ring: its
+  // recorded entries take the stop path).
+  Registers given = regs;
+  given.set_thread_pointer(rs.null_tcb.value());
+  if (!ptrace::set_regs(t.tid, given)) {
+    reason = "its thread pointer cannot be set";
+    return false;
+  }
+  regs = given;
+  FT_DEBUG("thread {}: no thread pointer yet: given {:#x} (zeros)", t.tid, rs.null_tcb.value());
+  return true;
+}
+
 void FastPath::note_thread(Thread& t, const Registers& regs) {
   Process& p = *t.process;
   RecorderSpace& rs = p.space.recorder;
@@ -471,6 +509,15 @@ void FastPath::note_thread(Thread& t, const Registers& regs) {
     auto it = rs.owners.find(static_cast<uint32_t>(t.rec_ring));
     if (it != rs.owners.end() && it->second.tp == tp) return;
     release(t);  // its thread pointer changed
+  }
+  if (tp_read_ == arch::ThreadPointerRead::kSelfWord) {
+    // The stubs find the ring by the word the thread pointer points at: a key only where
+    // that is the pointer itself (so that no other thread's word can be it).
+    auto self = p.mem().read_u64(RemoteAddr(tp));
+    if (!self || *self != tp) {
+      FT_DEBUG("thread {}: its thread pointer {:#x} does not point to itself: its calls take the stop path", t.tid, tp);
+      return;
+    }
   }
   if (auto r = rs.rings->ring_of(tp)) {
     // Another thread's key: a thread pointer reused after an exit functracer has not
@@ -752,6 +799,11 @@ void FastPath::settle_for_detach(Process& p) {
         break;
       }
       regs = injector_.step(*t);
+    }
+    // A thread the C library has not given its thread pointer yet goes back to none.
+    if (regs && !rs.null_tcb.null() && regs->thread_pointer() == rs.null_tcb.value()) {
+      regs->set_thread_pointer(0);
+      (void)ptrace::set_regs(tid, *regs);
     }
     if (steps) FT_DEBUG("thread {}: stepped {} instructions out of the recorder's code", tid, steps);
   }

@@ -41,8 +41,8 @@ class FastPath {
  public:
   FastPath(Injector& injector, EventReporter& report, TracerStats& stats);
 
-  // On unless FT_FAST_PATH=0; the machine must let the process read its thread
-  // pointer without a system call.
+  // On unless FT_FAST_PATH=0. The stubs read the thread pointer with rdfsbase where the
+  // kernel allows it, else at fs:0 (arch::ThreadPointerRead).
   // The targets of the branches in every function of an image (link-time addresses,
   // sorted): a branch from another function into the bytes a patch replaces. Decoded
   // at the first patch in a module of the image, or ahead of an attach (decode_ahead),
@@ -176,6 +176,9 @@ class FastPath {
                    bool report_undone);
   bool set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed);
   const std::vector<uint64_t>& image_targets(const Module& m) { return image_targets(m.elf); }
+  arch::RecorderCode trampoline_layout() const {
+    return arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}, tp_read_);
+  }
   struct ImageTargets {
     std::weak_ptr<const ElfImage> image;
     std::vector<uint64_t> targets;
@@ -183,12 +186,17 @@ class FastPath {
   std::unordered_map<const ElfImage*, ImageTargets> targets_;
   UnwindRowCache unwind_rows_;
   bool map_code(Process& p, Thread& t, Registers& regs);
+  // Where the stubs read fs:0, a thread whose thread pointer is not set yet (0: the
+  // C library sets it up after the first instructions of an exec) is given null_tcb;
+  // false when one of p's threads has none and cannot be given one.
+  bool give_thread_pointers(Process& p, Thread& t, Registers& regs, std::string& reason);
 
   Injector& injector_;
   EventReporter& report_;
   TracerStats& stats_;
   bool wanted_ = false;
   std::string why_not_;
+  arch::ThreadPointerRead tp_read_ = arch::ThreadPointerRead::kRegister;
   uint64_t patched_ = 0;
 };
 

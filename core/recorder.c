@@ -208,9 +208,14 @@ static long trap_syscall(long nr, long a, long b, long c, long d) {
   return ret;
 }
 
-static uint64_t trap_thread_pointer(void) {
+/* As the stubs read it (h->tp_self_word). The thread came through a trampoline: its
+ * fs base points at readable memory. */
+static uint64_t trap_thread_pointer(const struct ft_rec_header* h) {
   uint64_t tp;
-  __asm__ volatile("rdfsbase %0" : "=r"(tp));
+  if (h->tp_self_word)
+    __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
+  else
+    __asm__ volatile("rdfsbase %0" : "=r"(tp));
   return tp;
 }
 
@@ -234,7 +239,7 @@ static int trap_restore_byte(uint64_t at, uint8_t byte) {
  * thread's recorded frames (popping it and those above it), else from the return
  * table. 0 when neither knows it. */
 static uint64_t trap_real_return(struct ft_rec_header* h, const struct ft_rec_guard* g, uint64_t slot) {
-  struct ft_rec_ring* r = g->rings ? ft_rec_find(h, trap_thread_pointer()) : 0;
+  struct ft_rec_ring* r = g->rings ? ft_rec_find(h, trap_thread_pointer(h)) : 0;
   if (r) {
     uint64_t depth = __atomic_load_n(&r->depth, __ATOMIC_RELAXED);
     if (depth > FT_REC_MAX_FRAMES) depth = FT_REC_MAX_FRAMES;

@@ -11,7 +11,10 @@
  * Why a thread pointer: the recorder runs on the thread that made the call and must
  * find that thread's ring without a system call. The thread pointer (x86-64 fs base,
  * read with rdfsbase; AArch64 tpidr_el0) is per thread and readable in one
- * instruction. functracer enters a thread's key while the thread is stopped (its first
+ * instruction. Where the kernel does not let programs read the fs base (no FSGSBASE),
+ * the recorder reads fs:0 instead, which the TLS ABI has hold the thread pointer itself
+ * (glibc, musl); a thread whose word there is something else gets no ring
+ * (tp_self_word). functracer enters a thread's key while the thread is stopped (its first
  * stop, attach, or a stop on the slow path after the program changed its thread
  * pointer); only functracer writes the table, so the producer only reads it. A thread
  * whose key is not there takes the stop path.
@@ -41,7 +44,7 @@ extern "C" {
 #endif
 
 #define FT_REC_MAGIC 0x31304345525446ull /* "FTREC01" */
-#define FT_REC_VERSION 3u
+#define FT_REC_VERSION 4u
 #define FT_REC_MAX_THREADS 1024u /* rings in a region */
 #define FT_REC_KEYS 2048u        /* key table entries: a power of two, twice the rings */
 #define FT_REC_KEY_EMPTY 0ull
@@ -96,7 +99,9 @@ struct ft_rec_header {
   uint64_t unwind_offset; /* of the frame rules in use (ft_rec_unwind_index), 0: none yet */
   uint64_t verify_walks;  /* FT_UNWIND_VERIFY: walk, write an FT_REC_WALK and take the stop path */
   uint64_t guard_offset;  /* of the guard (struct ft_rec_guard): surviving functracer's death */
-  uint64_t pad[3];
+  uint64_t tp_self_word;  /* 1: the thread pointer is read as the word it points at (x86-64 fs:0,
+                             the TLS ABI's pointer to itself), 0: from the register */
+  uint64_t pad[2];
   struct ft_rec_key keys[FT_REC_KEYS];
 };
 

@@ -80,6 +80,10 @@ struct RecorderSpace {
   RemoteAddr entry_fn, return_fn;
   RemoteAddr return_stub, return_trap;
   uint64_t code_size = 0;  // the recorder image's bytes at `code`
+  // A word of zeros after the image: the thread control block a thread without a
+  // thread pointer yet is given where the stubs read the word it points at
+  // (ThreadPointerRead::kSelfWord), so that they find no ring instead of faulting.
+  RemoteAddr null_tcb;
   // Where the recorder's functions return to: in the return stub, and at this offset in
   // every entry trampoline. A signal that comes while a thread runs them is held until
   // they return, into signal_trap (FastPath::hold_signal).
@@ -92,7 +96,7 @@ struct RecorderSpace {
   RemoteAddr trap_handler, trap_restorer;
   bool guard_installed = false;
   uint64_t returns_noted = 0;
-  uint64_t unguarded = 0;  // breakpoints the full trap table could not take
+  uint64_t unguarded = 0;  // traps the full trap table could not take
   std::vector<uint32_t> trap_slots;  // the trap table's entries functracer filled (survival.cc)
   // Changed through add_patch, remove_patch, clear_patches and forget_module, which
   // keep the indexes right.

@@ -45,6 +45,22 @@ constexpr size_t kStopGapAfterJump = 1 + 8 + 1;
 // rdtsc; shl rdx, 32; or rax, rdx  (the counter in rax; rdx clobbered)
 void read_tsc(Emitter& e) { e.bytes({0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0}); }
 
+// The thread pointer into r8 or rcx: rdfsbase, or a load
+// from fs:0 (the thread control block's pointer to itself).
+void read_tp(Emitter& e, ThreadPointerRead tp, bool r8) {
+  if (tp == ThreadPointerRead::kRegister) {
+    if (r8)
+      e.bytes({0xf3, 0x49, 0x0f, 0xae, 0xc0});  // rdfsbase r8
+    else
+      e.bytes({0xf3, 0x48, 0x0f, 0xae, 0xc1});  // rdfsbase rcx
+    return;
+  }
+  if (r8)
+    e.bytes({0x64, 0x4c, 0x8b, 0x04, 0x25, 0, 0, 0, 0});  // mov r8, fs:[0]
+  else
+    e.bytes({0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0});  // mov rcx, fs:[0]
+}
+
 // lea rsp, [rsp + d] (the disp32 form: the same length whatever d is)
 void adjust_sp(Emitter& e, int32_t d) {
   e.bytes({0x48, 0x8d, 0xa4, 0x24});
@@ -55,7 +71,7 @@ void adjust_sp(Emitter& e, int32_t d) {
 
 RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint64_t entry_fn,
                               std::span<const uint8_t> window, uint64_t resume, int64_t stack_delta,
-                              std::span<const uint8_t> kept) {
+                              std::span<const uint8_t> kept, ThreadPointerRead tp) {
   (void)at;  // the code is position-independent
   Emitter e;
   // Entered after the function's kept first instruction (arch/entry_patch.h), which
@@ -86,7 +102,7 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
     std::memcpy(b, &slot, 4);
     e.raw(b);
   }
-  e.bytes({0xf3, 0x49, 0x0f, 0xae, 0xc0});  // rdfsbase r8        tp
+  read_tp(e, tp, true);                     // r8: tp
   e.bytes({0x48, 0xb8}).u64(entry_fn);      // movabs rax, entry_fn
   e.bytes({0xff, 0xd0});                    // call rax
   size_t after_call = e.size();
@@ -116,7 +132,7 @@ RecorderCode entry_trampoline(uint64_t at, uint64_t region, uint64_t site, uint6
   return {e.take(), body, slow, after_call, stop_resume};
 }
 
-RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
+RecorderCode return_stub(uint64_t region, uint64_t return_fn, ThreadPointerRead tp) {
   Emitter e;
   // Reached by the function's ret with rsp = E, one word above the slot; below it is
   // the returned function's dead frame. Every register but the return registers is
@@ -135,7 +151,7 @@ RecorderCode return_stub(uint64_t region, uint64_t return_fn) {
   e.bytes({0x48, 0xbf}).u64(region);              // movabs rdi, region
   e.bytes({0x48, 0x8d, 0x74, 0x24, 0x60});        // lea rsi, [rsp+96]  sp after the return
   e.bytes({0x48, 0x89, 0xe2});                    // mov rdx, rsp       rets
-  e.bytes({0xf3, 0x48, 0x0f, 0xae, 0xc1});        // rdfsbase rcx       tp
+  read_tp(e, tp, false);                          // rcx: tp
   e.bytes({0x48, 0xb8}).u64(return_fn);           // movabs rax, return_fn
   e.bytes({0xff, 0xd0});                          // call rax
   size_t after_call = e.size();

@@ -39,6 +39,7 @@ auto field(Regs& r, int reg) -> decltype(&r.rax) {
 
 RemoteAddr Registers::ip() const { return RemoteAddr(raw.rip); }
 uint64_t Registers::thread_pointer() const { return raw.fs_base; }
+void Registers::set_thread_pointer(uint64_t v) { raw.fs_base = v; }
 void Registers::set_ip(RemoteAddr v) { raw.rip = v.value(); }
 RemoteAddr Registers::sp() const { return RemoteAddr(raw.rsp); }
 void Registers::set_sp(RemoteAddr v) { raw.rsp = v.value(); }

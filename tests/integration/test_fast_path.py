@@ -14,12 +14,17 @@ checked against the stop path (FT_FAST_PATH=0: every entry a breakpoint stop) on
     are recorded too once it is copied out (only the thread's first call takes a stop);
   * the programs' own checks of every result, and stdout as untraced.
 
-usage: test_fast_path.py   (programs from FT_PROGS_DIR)"""
+With --thread-pointer fs0, all of it again with the recorder reading the thread
+pointer at fs:0 (FT_THREAD_POINTER=fs0), as it does on machines without FSGSBASE; on
+such a machine the default run already does, and this one is skipped.
+
+usage: test_fast_path.py [--thread-pointer fs0]   (programs from FT_PROGS_DIR)"""
 
 import collections
 import json
 import os
 import re
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -185,8 +190,25 @@ def check_memtrace(ck, tmp):
         ck.check_eq(fast, slow, f"memtrace {name}: leaks recorded in the process against the stop path")
 
 
+def has_fsgsbase():
+    """Whether the kernel lets programs run rdfsbase (AT_HWCAP2 & HWCAP2_FSGSBASE)."""
+    with open("/proc/self/auxv", "rb") as f:
+        auxv = f.read()
+    for i in range(0, len(auxv) - 15, 16):
+        key, val = struct.unpack_from("<QQ", auxv, i)
+        if key == 26:  # AT_HWCAP2
+            return bool(val & 2)
+    return False
+
+
 def main():
-    ck = h.Checker("fast-path")
+    if sys.argv[1:] == ["--thread-pointer", "fs0"]:
+        if not has_fsgsbase():
+            print("SKIP: this machine has no FSGSBASE: the fast-path test already ran the recorder reading the "
+                  "thread pointer at fs:0")
+            sys.exit(77)
+        os.environ["FT_THREAD_POINTER"] = "fs0"
+    ck = h.Checker("fast-path" + (" (fs:0)" if os.environ.get("FT_THREAD_POINTER") else ""))
     with h.TempDir() as tmp:
         check_cost(ck, tmp)
         check_memtrace(ck, tmp)

@@ -70,12 +70,14 @@ void on_trap(int, siginfo_t*, void* uc_v) {
   }
 }
 
-class RecorderStubsTest : public ::testing::Test {
+// Both ways of reading the thread pointer: rdfsbase (where the kernel enables it) and
+// the thread control block's word at fs:0.
+class RecorderStubsTest : public ::testing::TestWithParam<arch::ThreadPointerRead> {
  protected:
   void SetUp() override {
-    if (!(::getauxval(AT_HWCAP2) & 2))  // HWCAP2_FSGSBASE
-      GTEST_SKIP() << "SKIPPED: rdfsbase is not enabled on this machine (kernel < 5.9 or CPU without it): "
-                      "the in-process recorder cannot run here";
+    if (GetParam() == arch::ThreadPointerRead::kRegister && !(::getauxval(AT_HWCAP2) & 2))  // HWCAP2_FSGSBASE
+      GTEST_SKIP() << "SKIPPED: rdfsbase is not enabled on this machine (kernel < 5.9, or a CPU or hypervisor "
+                      "without FSGSBASE): only the fs:0 stubs are run";
     region_size_ = RecorderRegion::region_size(kRing);
     region_mem_ = ::mmap(nullptr, region_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(region_mem_, MAP_FAILED);
@@ -86,7 +88,7 @@ class RecorderStubsTest : public ::testing::Test {
     const auto& stubs = arch::kX86_64RecorderStubs;
     std::memcpy(code_, recorder_image::kCode, sizeof recorder_image::kCode);
     uint64_t region = reinterpret_cast<uint64_t>(region_mem_);
-    auto stub = stubs.return_stub(region, addr(recorder_image::kReturnOffset));
+    auto stub = stubs.return_stub(region, addr(recorder_image::kReturnOffset), GetParam());
     std::memcpy(code_ + kStubAt, stub.code.data(), stub.code.size());
     region_->header()->return_stub = addr(kStubAt);
     g_traps = {};
@@ -122,7 +124,7 @@ class RecorderStubsTest : public ::testing::Test {
     auto t = arch::kX86_64RecorderStubs.entry_trampoline(
         reinterpret_cast<uint64_t>(code_ + tramp_at), reinterpret_cast<uint64_t>(region_mem_), site,
         reinterpret_cast<uint64_t>(code_ + recorder_image::kEntryOffset), {copy, kWindow},
-        reinterpret_cast<uint64_t>(copy + kWindow), 0, {});
+        reinterpret_cast<uint64_t>(copy + kWindow), 0, {}, GetParam());
     std::memcpy(code_ + tramp_at, t.code.data(), t.code.size());
     trap = reinterpret_cast<uint64_t>(code_ + tramp_at + t.slow_trap);
     body = reinterpret_cast<uint64_t>(code_ + tramp_at + t.body);
@@ -158,7 +160,7 @@ class RecorderStubsTest : public ::testing::Test {
   struct sigaction old_ {};
 };
 
-TEST_F(RecorderStubsTest, CallsAndReturnsAreRecordedWithoutATrap) {
+TEST_P(RecorderStubsTest, CallsAndReturnsAreRecordedWithoutATrap) {
   uint32_t ring = *region_->add_thread(fs_base());
   EXPECT_EQ(outer_(add3_, 1, 2, 3), 7);
   EXPECT_EQ(g_traps.entries + g_traps.returns, 0);
@@ -190,7 +192,7 @@ TEST_F(RecorderStubsTest, CallsAndReturnsAreRecordedWithoutATrap) {
   EXPECT_EQ(ft_rec_ring_at(region_->header(), ring)->depth, 0u);
 }
 
-TEST_F(RecorderStubsTest, ManyCallsKeepEveryResultAndRecordEachOnce) {
+TEST_P(RecorderStubsTest, ManyCallsKeepEveryResultAndRecordEachOnce) {
   uint32_t ring = *region_->add_thread(fs_base());
   size_t calls = 0, returns = 0;
   long sum = 0;
@@ -207,7 +209,7 @@ TEST_F(RecorderStubsTest, ManyCallsKeepEveryResultAndRecordEachOnce) {
   EXPECT_EQ(calls, returns);
 }
 
-TEST_F(RecorderStubsTest, AThreadWithoutARingTrapsAndRunsTheDisplacedInstructions) {
+TEST_P(RecorderStubsTest, AThreadWithoutARingTrapsAndRunsTheDisplacedInstructions) {
   // No key for this thread: both entries take the stop path.
   EXPECT_EQ(outer_(add3_, 1, 2, 3), 7);
   EXPECT_EQ(g_traps.entries, 2);
@@ -222,12 +224,18 @@ long forget_thread(long a, long, long) {
   return a;
 }
 
-TEST_F(RecorderStubsTest, AReturnTheRecorderCannotMatchTrapsWithTheReturnValueKept) {
+TEST_P(RecorderStubsTest, AReturnTheRecorderCannotMatchTrapsWithTheReturnValueKept) {
   region_->add_thread(fs_base());
   g_region = &*region_;
   EXPECT_EQ(outer_(forget_thread, 41, 0, 0), 42);
   EXPECT_EQ(g_traps.returns, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(ThreadPointer, RecorderStubsTest,
+                         ::testing::Values(arch::ThreadPointerRead::kRegister, arch::ThreadPointerRead::kSelfWord),
+                         [](const auto& info) {
+                           return info.param == arch::ThreadPointerRead::kRegister ? "rdfsbase" : "fs0";
+                         });
 
 }  // namespace
 }  // namespace ft
