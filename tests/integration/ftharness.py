@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 UNTRACED_TIMEOUT = 120
@@ -194,10 +195,7 @@ def run(cmd, timeout=UNTRACED_TIMEOUT, stdin=None, cwd=None, env=None):
         out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc)
         out, err = proc.communicate()
     seconds = time.monotonic() - start
     status = proc.returncode
@@ -354,31 +352,60 @@ def run_postproc(args, timeout=POSTPROC_TIMEOUT):
     return run([postproc()] + list(args), timeout=timeout)
 
 
-def dump_records(ck, files):
-    """`dump --json` of the trace files, as a list of dicts (None on failure)."""
-    res = run_postproc(["dump", "--json"] + list(files))
-    if not ck.check(res.status == 0 and not res.timed_out,
-                    f"functracer-postproc dump failed\n{res.describe()}"):
-        return None
-    records = []
-    bad = 0
-    for n, line in enumerate(res.out.splitlines(), 1):
-        if not line.strip():
-            continue
+def stream_records(ck, files, visit, timeout=POSTPROC_TIMEOUT):
+    """Runs `dump --json` on the trace files and calls visit(record) for each record
+    as it is read, without holding them all: a fast-path trace of a few seconds has
+    millions. A line that is not a JSON object is reported as a failure and skipped.
+    True when the dump itself succeeded."""
+    cmd = [str(c) for c in [postproc(), "dump", "--json"] + list(files)]
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as errf:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf,
+                                preexec_fn=_child_setup, start_new_session=True)
+        timer = threading.Timer(timeout, lambda: _kill_group(proc))
+        timer.start()
+        bad = 0
         try:
-            rec = json.loads(line)
-        except ValueError as e:
-            bad += 1
-            if bad <= 3:
-                ck.fail(f"dump --json line {n} is not JSON ({e}): {line[:200]!r}\n"
-                        f"command: {fmt_cmd(res.cmd)}")
-            continue
-        if not isinstance(rec, dict):
-            bad += 1
-            ck.fail(f"dump --json line {n} is not an object: {line[:200]!r}")
-            continue
-        records.append(rec)
-    return records
+            for n, raw in enumerate(proc.stdout, 1):
+                line = raw.decode("utf-8", "replace")
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError as e:
+                    rec = None
+                    why = f"is not JSON ({e})"
+                else:
+                    why = "is not an object"
+                if not isinstance(rec, dict):
+                    bad += 1
+                    if bad <= 3:
+                        ck.fail(f"dump --json line {n} {why}: {line[:200]!r}\ncommand: {fmt_cmd(cmd)}")
+                    continue
+                visit(rec)
+        finally:
+            proc.stdout.close()
+            status = proc.wait()
+            timer.cancel()
+        errf.seek(0)
+        err = errf.read()
+    timed_out = time.monotonic() - start >= timeout
+    res = Result(cmd, 128 - status if status < 0 else status, b"", err, time.monotonic() - start, timed_out)
+    return ck.check(res.status == 0 and not timed_out, f"functracer-postproc dump failed\n{res.describe()}")
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def dump_records(ck, files):
+    """`dump --json` of the trace files, as a list of dicts (None when the dump
+    failed)."""
+    records = []
+    return records if stream_records(ck, files, records.append) else None
 
 
 def calls_report(ck, files):

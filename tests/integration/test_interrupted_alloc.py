@@ -40,13 +40,36 @@ ALLOCATORS = ["malloc", "calloc", "realloc"]
 PLUGINS = ["-e", "memtrace", "-e", "calltrace", "-a", ",".join(ALLOCATORS), "--uncompressed"]
 
 
-def interrupted(records, reason):
-    """(allocator calls left unwound for reason, alloc_failed records, alloc records)."""
-    cut = sum(1 for r in records if r.get("type") == "unwound" and r.get("reason") == reason
-              and r.get("function") in ALLOCATORS)
-    failed = [r for r in records if r.get("type") == "alloc_failed"]
-    allocs = sum(1 for r in records if r.get("type") == "alloc")
-    return cut, failed, allocs
+class Tally:
+    """What a trace says about interrupted allocations, counted as its records are
+    read (a trace of the launched run holds millions: they are not kept)."""
+
+    def __init__(self, reason):
+        self.reason = reason
+        self.cut = 0  # allocator calls left unwound for `reason`
+        self.failed = []  # the first alloc_failed records
+        self.nfailed = 0
+        self.allocs = 0
+        self.killed = False  # a `killed` record was seen
+
+    def __call__(self, r):
+        kind = r.get("type")
+        if kind == "alloc":
+            self.allocs += 1
+        elif kind == "unwound" and r.get("reason") == self.reason and r.get("function") in ALLOCATORS:
+            self.cut += 1
+        elif kind == "alloc_failed":
+            self.nfailed += 1
+            if len(self.failed) < 3:
+                self.failed.append(r)
+        elif kind == "killed":
+            self.killed = True
+
+
+def interrupted(ck, files, reason):
+    """The Tally of the trace files, or None when they could not be read."""
+    tally = Tally(reason)
+    return tally if files and h.stream_records(ck, files, tally) else None
 
 
 def attach_rounds(ck, load, tmp):
@@ -74,17 +97,15 @@ def attach_rounds(ck, load, tmp):
     finally:
         h.kill_all(target)
     for label, out in done:
-        files = h.trace_files(out)
-        records = h.dump_records(ck, files) if files else None
-        if not ck.check(records, f"{label}: no trace"):
+        t = interrupted(ck, h.trace_files(out), "detach")
+        if not ck.check(t, f"{label}: no trace"):
             continue
-        cut, failed, allocs = interrupted(records, "detach")
-        total += cut
-        print(f"{label}: {allocs} allocations, {cut} allocator calls in progress at the detach, "
-              f"{len(failed)} alloc_failed")
-        ck.check(allocs > 0, f"{label}: memtrace recorded no allocation")
-        ck.check_eq(len(failed), 0, f"{label}: alloc_failed records in a program whose allocations "
-                                    f"never fail\n{failed[:3]}")
+        total += t.cut
+        print(f"{label}: {t.allocs} allocations, {t.cut} allocator calls in progress at the detach, "
+              f"{t.nfailed} alloc_failed")
+        ck.check(t.allocs > 0, f"{label}: memtrace recorded no allocation")
+        ck.check_eq(t.nfailed, 0, f"{label}: alloc_failed records in a program whose allocations "
+                                  f"never fail\n{t.failed}")
     return total
 
 
@@ -92,13 +113,21 @@ def killed(ck, load, tmp, attempt):
     out = os.path.join(tmp, f"killed{attempt}")
     tracer = h.popen([h.functracer(), "-q"] + PLUGINS + ["-o", out, load, str(TARGET_SECONDS)])
     pid = None
+    seen = {}  # trace file -> (bytes read, " alloc " lines in them)
     end = time.monotonic() + 60
+    # The trace grows by hundreds of MB a second on the fast path: it is read on from
+    # where the last look stopped, and the program is killed as soon as it allocates.
     while time.monotonic() < end and pid is None and tracer.poll() is None:
         for f in h.trace_files(out):
+            offset, allocs = seen.get(f, (0, 0))
             with open(f, "rb") as fh:
-                if fh.read().count(b" alloc ") > 1000:
-                    pid = int(re.search(r"\.(\d+)\.trace$", f).group(1))
-        time.sleep(0.1)
+                fh.seek(offset)
+                chunk = fh.read(1 << 22)
+            whole = chunk[:chunk.rfind(b"\n") + 1]
+            seen[f] = (offset + len(whole), allocs + whole.count(b" alloc "))
+            if seen[f][1] > 1000:
+                pid = int(re.search(r"\.(\d+)\.trace$", f).group(1))
+        time.sleep(0.01)
     if not ck.check(pid, "the launched program made no allocations under functracer"):
         h.kill_all(tracer)
         return 0
@@ -108,15 +137,15 @@ def killed(ck, load, tmp, attempt):
     except Exception:
         h.kill_all(tracer)
     ck.check_eq(tracer.returncode, 128 + signal.SIGKILL, "functracer's status for a program killed by SIGKILL")
-    records = h.dump_records(ck, h.trace_files(out)) or []
-    ck.check(any(r.get("type") == "killed" for r in records), "the trace has no killed record")
-    cut, failed, allocs = interrupted(records, "exit")
-    print(f"killed: {allocs} allocations, {cut} allocator calls in progress at the kill, "
-          f"{len(failed)} alloc_failed")
-    ck.check_eq(len(failed), 0, f"killed: alloc_failed records in a program whose allocations never fail\n"
-                                f"{failed[:3]}")
-    return cut
-
+    t = interrupted(ck, h.trace_files(out), "exit")
+    if not ck.check(t, "killed: the trace could not be read"):
+        return 0
+    ck.check(t.killed, "the trace has no killed record")
+    print(f"killed: {t.allocs} allocations, {t.cut} allocator calls in progress at the kill, "
+          f"{t.nfailed} alloc_failed")
+    ck.check_eq(t.nfailed, 0, f"killed: alloc_failed records in a program whose allocations never fail\n"
+                              f"{t.failed}")
+    return t.cut
 
 def main():
     load = os.path.abspath(sys.argv[1])
