@@ -214,7 +214,8 @@ def handled_rounds(ck, rng, binary, tmp):
     for sig in (signal.SIGINT, signal.SIGTERM):
         for to_group in (False, True):
             n += 1
-            wait = rng.uniform(0.0, 0.4)
+            # Up to 0.2 s: the trace (about 1.5 million events a second) is read back whole.
+            wait = rng.uniform(0.0, 0.2)
             how = "process group" if to_group else "functracer alone"
             label = f"handled {n} ({signal.Signals(sig).name} to the {how}, {wait * 1000:.0f} ms after ready)"
             results = []
@@ -254,7 +255,8 @@ def unhandled_rounds(ck, rng, binary, tmp, rounds):
     print("=== launch: a program without handlers, functracer signalled at random moments")
     for n in range(1, rounds + 1):
         sig = rng.choice((signal.SIGINT, signal.SIGTERM))
-        wait = delay(rng, startup_share=0.4, short=0.1, long=0.8)
+        # Up to 0.4 s: the trace (about 1.5 million events a second) is read back whole.
+        wait = delay(rng, startup_share=0.4, short=0.1, long=0.4)
         label = f"unhandled {n} ({signal.Signals(sig).name} after {wait * 1000:.0f} ms)"
         outdir = os.path.join(tmp, f"unhandled-{n}")
         cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ir_*,malloc,free", "--uncompressed", "-o", outdir,
@@ -355,9 +357,10 @@ def sigkill_rounds(ck, rng, binary, tmp, rounds):
     cut_checked = False
     for n in range(1, rounds + 1):
         follow = n % 2 == 0
-        # Up to 0.6 s: each trace is read back whole (dump --json, reports), and the
-        # program records about 1.5 million events a second.
-        wait = delay(rng, startup_share=0.3, short=0.05, long=0.6)
+        # Up to 0.45 s (the program is ready after 0.1-0.2 s): each trace is read back
+        # whole (dump --json, reports), and the program records about 1.5 million
+        # events a second on the in-process recorder.
+        wait = delay(rng, startup_share=0.3, short=0.05, long=0.45)
         label = f"sigkill {n} ({'-f family' if follow else 'program'}, after {wait * 1000:.0f} ms)"
         outdir = os.path.join(tmp, f"sigkill-{n}")
         cmd = [h.functracer(), "-q", "-e", "calltrace", "-e", "memtrace", "-a", "ir_*", "--uncompressed", "-o", outdir]
