@@ -283,7 +283,7 @@ void AttachSession::detach_all() {
 
 void AttachSession::detach_process(Process& p) {
   engine_.before_detach(p);
-  returns_.drain(p);
+  returns_.drain_all(p);
   snapshot_before_detach(host_, p, stats_);
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads()) {

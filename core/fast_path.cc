@@ -75,8 +75,9 @@ FastPath::FastPath(Injector& injector, EventReporter& report, TracerStats& stats
     // thread pointer is read where the TLS ABI has the thread control block point to
     // itself.
     const char* tp = std::getenv("FT_THREAD_POINTER");
-    if (!(::getauxval(AT_HWCAP2) & kHwcap2Fsgsbase) || (tp && std::strcmp(tp, "fs0") == 0))
-      tp_read_ = arch::ThreadPointerRead::kSelfWord;
+    const bool fs0 = tp && std::strcmp(tp, "fs0") == 0;
+    if (tp && *tp && !fs0) log::warn("FT_THREAD_POINTER={}: unknown value (fs0 is the one known); ignored", tp);
+    if (!(::getauxval(AT_HWCAP2) & kHwcap2Fsgsbase) || fs0) tp_read_ = arch::ThreadPointerRead::kSelfWord;
   }
   if (wanted_) return;
   if (v && std::strcmp(v, "1") == 0)
@@ -548,7 +549,7 @@ bool FastPath::short_of_room(const Process& p, const Thread& t) {
   return used + kRoom > rs.rings->ring_bytes();
 }
 
-void FastPath::collect(Process& p, RecordedBatch& out) {
+void FastPath::collect(Process& p, RecordedBatch& out, uint64_t cut, const Thread* whole) {
   RecorderSpace& rs = p.space.recorder;
   if (!rs.ready || rs.borrowed || !rs.rings) return;
   for (auto& [ring, owner] : rs.owners) {
@@ -568,7 +569,7 @@ void FastPath::collect(Process& p, RecordedBatch& out) {
       // The fixed words of every kind are there to read, zero when a record (in the
       // program's memory) is short of them.
       if (r.nwords < kMinRecordWords) out.words.resize(out.words.size() + kMinRecordWords - r.nwords, 0);
-    });
+    }, t == whole ? UINT64_MAX : cut);
     if (out.records.size() > start) out.runs.push_back(start);
   }
 }

@@ -107,8 +107,10 @@ class FastPath {
   // The words every record has room for in the batch (a call's fixed words and every
   // argument; a return's words).
   static constexpr size_t kMinRecordWords = FT_REC_CALL_ARGS + FT_REC_MAX_ARGS;
-  // Appends everything the threads of p recorded since the last call to out.
-  void collect(Process& p, RecordedBatch& out);
+  // Appends what the threads of p recorded since the last call to out: of a thread
+  // that may be running, the records time-stamped before `cut` (ReturnHooks::drain);
+  // of `whole` (stopped or gone), all.
+  void collect(Process& p, RecordedBatch& out, uint64_t cut, const Thread* whole);
   // Whether t's ring has less room than a recorded call may need: an entry that
   // reached its trampoline's trap then most likely found it full.
   static bool short_of_room(const Process& p, const Thread& t);

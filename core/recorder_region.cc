@@ -94,7 +94,7 @@ void RecorderRegion::remove_thread(uint64_t tp) {
   }
 }
 
-bool RecorderRegion::next(ft_rec_ring* r, RecordedEvent& ev) {
+bool RecorderRegion::next(ft_rec_ring* r, RecordedEvent& ev, uint64_t cut) {
   const uint64_t bytes = h_->ring_bytes;
   uint64_t tail = r->tail;
   uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
@@ -113,11 +113,12 @@ bool RecorderRegion::next(ft_rec_ring* r, RecordedEvent& ev) {
     __atomic_store_n(&r->tail, head, __ATOMIC_RELEASE);
     return false;
   }
+  ev.tsc = word(tail + 16);
+  if (ev.tsc >= cut) return false;
   ev.kind = static_cast<uint16_t>(first >> 32);
   uint64_t w1 = word(tail + 8);
   ev.fn = static_cast<uint32_t>(w1);
   ev.flags = static_cast<uint32_t>(w1 >> 32);
-  ev.tsc = word(tail + 16);
   scratch_.resize(nwords);
   for (uint32_t i = 0; i < nwords; ++i) scratch_[i] = word(tail + FT_REC_EVENT_HEADER + 8u * i);
   ev.words = {scratch_.data(), nwords};

@@ -53,14 +53,14 @@ class RecorderRegion {
   size_t threads() const { return used_count_; }
 
   // Reads every committed record of ring `index` in order, handing each to `each`,
-  // and frees their space; stops at the first record not committed yet. Returns how
-  // many were read.
+  // and frees their space; stops at the first record not committed yet, or whose time
+  // stamp is at or after `cut` (left in the ring). Returns how many were read.
   template <class F>
-  size_t drain(uint32_t index, F&& each) {
+  size_t drain(uint32_t index, F&& each, uint64_t cut = UINT64_MAX) {
     ft_rec_ring* r = ft_rec_ring_at(h_, index);
     size_t n = 0;
     RecordedEvent ev;
-    while (next(r, ev)) {
+    while (next(r, ev, cut)) {
       each(ev);
       ++n;
     }
@@ -73,7 +73,7 @@ class RecorderRegion {
 
  private:
   explicit RecorderRegion(ft_rec_header* h);
-  bool next(ft_rec_ring* r, RecordedEvent& ev);
+  bool next(ft_rec_ring* r, RecordedEvent& ev, uint64_t cut);
   // Where tp's key is, or where it would go.
   ft_rec_key* slot_for(uint64_t tp) const;
 

@@ -200,7 +200,7 @@ void ReturnHooks::sync_blocks(Thread& t) {
 void ReturnHooks::release(Thread& t) {
   Process& p = *t.process;
   if (fast_path_ && t.rec_ring >= 0) {
-    drain(p);
+    drain(p, nullptr, RemoteAddr(), {}, &t);
     fast_path_->release(t);
   }
   if (t.fast_slot >= 0 && static_cast<size_t>(t.fast_slot) < p.space.fast_owner.size() &&
@@ -210,16 +210,24 @@ void ReturnHooks::release(Thread& t) {
   t.fast_records.clear();
 }
 
-void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp, const std::function<void()>& collected) {
+void ReturnHooks::drain_all(Process& p) { drain_until(p, nullptr, RemoteAddr(), {}, nullptr, UINT64_MAX); }
+
+void ReturnHooks::drain(Process& p, Thread* stopped, RemoteAddr sp, const std::function<void()>& collected,
+                        const Thread* whole) {
+  drain_until(p, stopped, sp, collected, whole ? whole : stopped, fastret::read_tsc());
+}
+
+void ReturnHooks::drain_until(Process& p, Thread* stopped, RemoteAddr sp, const std::function<void()>& collected,
+                              const Thread* whole, uint64_t cut) {
   if (stopped) stopped->sp_word_valid = false;
   std::vector<Ret> rets;
-  collect_returns(p, stopped, sp, [&](Thread* t, const Record& r) { rets.push_back({t, r}); });
+  collect_returns(p, stopped, sp, cut, whole, [&](Thread* t, const Record& r) { rets.push_back({t, r}); });
   // After the stubs' returns: a running thread's records committed before one of those
   // returns are in its ring by now. The batch's storage is kept from one drain to the
   // next (taken out while in use: a report may drain again).
   FastPath::RecordedBatch batch = std::move(batch_);
   batch.clear();
-  if (fast_path_) fast_path_->collect(p, batch);
+  if (fast_path_) fast_path_->collect(p, batch, cut, whole);
   if (collected) collected();
   if (!rets.empty() || !batch.records.empty()) report_in_order(rets, batch);
   batch_ = std::move(batch);
@@ -284,7 +292,6 @@ void ReturnHooks::report_in_order(std::vector<Ret>& rets, FastPath::RecordedBatc
 
 void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t* words, uint64_t now) {
   Thread& t = *e.thread;
-  now = t.event_ns(now);
   Process& p = *t.process;
   if (e.fn >= p.space.functions.size()) return;  // not a record of ours: the program wrote there
   const FunctionInfo& fn = p.space.functions[e.fn];
@@ -295,6 +302,7 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t* words, 
     t.walk_complete = (e.flags & FT_REC_STACK_COMPLETE) != 0;
     return;
   }
+  now = t.event_ns(now);  // a walk is no event: its time is its call's
   if (e.kind == FT_REC_CALL) {
     RemoteAddr slot(words[FT_REC_CALL_SLOT]), ret(words[FT_REC_CALL_RETURN_TO]);
     unsigned depth = static_cast<unsigned>(t.stack.depth() - t.stack.inherited());
@@ -348,7 +356,8 @@ void ReturnHooks::report_recorded(const FastPath::Recorded& e, uint64_t* words, 
 }
 
 template <class F>
-void ReturnHooks::collect_returns(Process& p, Thread* stopped, RemoteAddr sp, F&& each) {
+void ReturnHooks::collect_returns(Process& p, Thread* stopped, RemoteAddr sp, uint64_t cut, const Thread* whole,
+                                  F&& each) {
   if (p.space.fast_data.null()) return;
   std::vector<Thread*> threads;
   for (auto& [tid, t] : p.threads())
@@ -400,7 +409,8 @@ void ReturnHooks::collect_returns(Process& p, Thread* stopped, RemoteAddr sp, F&
           recs.data(), (recs.size() - have) * sizeof(Record)};
       if (auto s = p.mem().read_pieces({&piece, 1}); !s) continue;
     }
-    for (size_t i = recs.size(); i-- > 0;) each(&t, recs[i]);  // innermost (earliest) first
+    const uint64_t until = &t == whole ? UINT64_MAX : cut;
+    for (size_t i = recs.size(); i-- > 0 && recs[i].tsc < until;) each(&t, recs[i]);  // innermost (earliest) first
   }
 }
 

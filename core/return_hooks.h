@@ -56,8 +56,17 @@ class ReturnHooks {
   // the word there is read along (Thread::sp_word). collected, if given, is called
   // once the records are copied out of the process and before they are reported (the
   // stopped thread may be let go there: its ring is empty).
+  //
+  // The threads that may be running go on recording while their two sources (the
+  // stubs' returns, the recorder's ring) are read one after the other: what is taken
+  // of them is what they recorded before a time read first (the cut), so that no
+  // record is reported before an earlier one of its thread that the other source
+  // had not shown yet; the rest waits for the next drain. Of `whole` (default: the
+  // stopped thread), a thread that is stopped or gone, everything is taken.
   void drain(Process& p, Thread* stopped = nullptr, RemoteAddr sp = RemoteAddr(),
-             const std::function<void()>& collected = {});
+             const std::function<void()>& collected = {}, const Thread* whole = nullptr);
+  // drain() when every thread of p is stopped or gone (detach): everything is taken.
+  void drain_all(Process& p);
   // Writes the thread's records again after its shadow stack changed other than by a
   // push or a drained return.
   void sync(Thread& t);
@@ -68,13 +77,17 @@ class ReturnHooks {
   void set_fast_path(FastPath* f) { fast_path_ = f; }
 
  private:
+  // drain() with the cut given (UINT64_MAX: none).
+  void drain_until(Process& p, Thread* stopped, RemoteAddr sp, const std::function<void()>& collected,
+                   const Thread* whole, uint64_t cut);
   // The thread's block, set up on first use (-1: none).
   int block(Process& p, Thread& t, Registers& regs);
   // The returns the threads' stubs handled since the last drain (innermost first per
   // thread), each handed to each(thread, record); reads along the word at the stopped
-  // thread's sp (see drain).
+  // thread's sp (see drain). Of a thread other than `whole`, only the returns
+  // time-stamped before `cut`; the others stay for the next drain.
   template <class F>
-  void collect_returns(Process& p, Thread* stopped, RemoteAddr sp, F&& each);
+  void collect_returns(Process& p, Thread* stopped, RemoteAddr sp, uint64_t cut, const Thread* whole, F&& each);
   void report_fast_return(Thread& t, const fastret::Record& rec);
   // sync() for the blocks of returns handled by the threads' stubs only.
   void sync_blocks(Thread& t);

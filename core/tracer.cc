@@ -208,7 +208,7 @@ void Tracer::handle_status(pid_t tid, int status) {
   // Returns the process handled itself come before anything seen at this stop.
   // (a SIGTRAP stop: in handle_sigtrap, with the thread's registers)
   bool sigtrap = ws.kind == WaitStatus::Kind::SignalStop && ws.signal == SIGTRAP && !session_.detaching();
-  if (WIFSTOPPED(status) && !sigtrap) returns_.drain(*t->process);
+  if (WIFSTOPPED(status) && !sigtrap) returns_.drain(*t->process, nullptr, RemoteAddr(), {}, t);
   if (ws.kind == WaitStatus::Kind::Exited || ws.kind == WaitStatus::Kind::Killed) {
     thread_gone(*t, ws);
     return;
@@ -438,7 +438,7 @@ void Tracer::handle_exec(Thread& t) {
 
 void Tracer::thread_gone(Thread& t, const WaitStatus& ws) {
   Process& p = *t.process;
-  if (t.tid != p.pid()) returns_.drain(p);  // the process's memory is still there
+  if (t.tid != p.pid()) returns_.drain(p, nullptr, RemoteAddr(), {}, &t);  // the process's memory is still there
   returns_.release(t);
   uint64_t now = monotonic_ns();
   if (!t.stack.empty()) report_.report_unwound(t, t.stack.take_all(), "exit", now, 0);

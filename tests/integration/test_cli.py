@@ -109,6 +109,15 @@ def main():
         ck.check_eq(res.status, 0, f"nomatch -q: exit status\n{res.describe()}")
         ck.check_eq(res.err, "", f"-q must silence functracer's messages\n{res.describe()}")
 
+        print("=== an unknown value of an environment variable is named, not taken silently")
+        env = dict(os.environ, FT_THREAD_POINTER="gs0")
+        res = h.run([ft, "-e", "calltrace", "-a", "xyz_nomatch_fn", "--uncompressed", "-o", out + "4", TRUE],
+                    env=env)
+        ck.check_eq(res.status, 0, f"FT_THREAD_POINTER=gs0: exit status\n{res.describe()}")
+        named = [line for line in stderr_lines(res) if "FT_THREAD_POINTER=gs0" in line]
+        ck.check(len(named) == 1 and named[0].startswith("functracer:"),
+                 f"FT_THREAD_POINTER=gs0: want one functracer: line naming it\n{res.describe()}")
+
         print("=== exit statuses pass through")
         for cmd, status in ((["/bin/false"], 1),
                             (["/bin/sh", "-c", "exit 42"], 42),

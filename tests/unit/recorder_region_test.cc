@@ -118,6 +118,27 @@ TEST(RecorderRegion, RecordsComeOutInOrderAcrossTheRingsEnd) {
   EXPECT_EQ(reg.lost(idx), 0u);
 }
 
+TEST(RecorderRegion, RecordsFromTheCutOnStayForTheNextDrain) {
+  Mapped m(kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  uint32_t idx = *reg.add_thread(0x7f0000001000);
+  ft_rec_ring* r = ft_rec_find(reg.header(), 0x7f0000001000);
+  for (uint64_t seq = 0; seq < 6; ++seq) ASSERT_EQ(produce(r, kRing, 7, seq, 2), 0);
+  std::vector<uint64_t> got;
+  auto take = [&](const RecordedEvent& ev) {
+    expect_intact(ev, ev.tsc / 3);
+    got.push_back(ev.tsc / 3);
+  };
+  // Time stamps 0, 3, 6, ...: a cut at 7 takes the first three and leaves the rest
+  // in the ring, in order.
+  EXPECT_EQ(reg.drain(idx, take, 7), 3u);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(reg.drain(idx, take, 9), 0u);  // the next one is at 9: not before the cut
+  EXPECT_EQ(reg.drain(idx, take), 3u);
+  EXPECT_EQ(got, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(reg.lost(idx), 0u);
+}
+
 TEST(RecorderRegion, AFullRingCountsWhatItLosesAndTakesMoreOnceRead) {
   Mapped m(kRing);
   RecorderRegion reg = RecorderRegion::create(m.base, kRing);
