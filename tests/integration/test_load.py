@@ -7,7 +7,7 @@ count the program states for itself is found exactly in the trace.
 usage: test_load.py LOAD_EXECUTABLE
 FT_LOAD_SECONDS (default 4) sets how long the traced program runs. What the test
 costs is the number of records (millions, read back here in Python), which grows
-with the tracer's speed: on the in-process recorder 4 s make about 5.5 million, more
+with the tracer's speed: on the in-process recorder 4 s make 5 to 9 million, more
 than a minute made on the stop path.
 
   * the program, traced, exits 0 with its self-check line, its leak manifest and
