@@ -9,6 +9,8 @@ Paths come from the environment (set by tests/integration/meson.build):
   FUNCTRACER           the functracer executable
   FUNCTRACER_POSTPROC  the functracer-postproc executable
   FT_PROGS_DIR         the directory holding the built tracee programs
+FT_FULL=1 (`bash .ci/run full`) runs the long versions of the tests that bound
+their runs by default (FULL below; tests/README.md lists them).
 """
 
 import collections
@@ -31,6 +33,9 @@ UNTRACED_TIMEOUT = 120
 TRACED_TIMEOUT = 900
 POSTPROC_TIMEOUT = 300
 BPFTRACE_TIMEOUT = 600
+
+# The long versions of the bounded tests (tests/README.md, "Bounded runs").
+FULL = os.environ.get("FT_FULL") == "1"
 
 # Exit status used by meson for "skipped": `meson test` shows SKIP for it, never OK.
 SKIP_STATUS = 77

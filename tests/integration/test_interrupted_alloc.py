@@ -23,6 +23,7 @@ while none was, the kill is repeated, up to three launches.
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -33,8 +34,9 @@ ROUNDS = 6
 KILLS = 3  # launches killed, at most, until an allocation was in progress somewhere
 MIN_ROUNDS = 3  # attaching to sixteen busy threads is slow on a loaded machine
 TARGET_SECONDS = 60
-# The attach rounds' target: long enough for ROUNDS attaches to sixteen busy threads
-# on a loaded machine (the traces are read after it ends).
+# The attach rounds' target (load -i): at most long enough for ROUNDS attaches to
+# sixteen busy threads on a loaded machine; its input is closed after the last round,
+# which ends it (the traces are read after it ends).
 ROUNDS_TARGET_SECONDS = 45
 ALLOCATORS = ["malloc", "calloc", "realloc"]
 PLUGINS = ["-e", "memtrace", "-e", "calltrace", "-a", ",".join(ALLOCATORS), "--uncompressed"]
@@ -73,7 +75,7 @@ def interrupted(ck, files, reason):
 
 
 def attach_rounds(ck, load, tmp):
-    target = h.popen([load, str(ROUNDS_TARGET_SECONDS)])
+    target = h.popen([load, "-i", str(ROUNDS_TARGET_SECONDS)], stdin=subprocess.PIPE)
     total = 0
     done = []  # (label, trace directory) of the rounds that detached
     try:

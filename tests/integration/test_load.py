@@ -5,16 +5,20 @@
 count the program states for itself is found exactly in the trace.
 
 usage: test_load.py LOAD_EXECUTABLE
-FT_LOAD_SECONDS (default 4) sets how long the traced program runs. What the test
-costs is the number of records (millions, read back here in Python), which grows
-with the tracer's speed: on the in-process recorder 4 s make 5 to 9 million, more
-than a minute made on the stop path.
+FT_LOAD_SECONDS (default 4) sets how long the traced program runs at most, and
+FT_LOAD_ITERATIONS (default 8000, 0: no bound; 0 under FT_FULL=1) how many
+iterations each thread makes at most (load -n). What the test costs is the number
+of records read back here in Python: unbounded, it grows with the tracer's speed
+(on the in-process recorder 4 s make 5 to 11 million, more than a minute made on
+the stop path); bounded, about 16 per iteration, 2 million.
 
   * the program, traced, exits 0 with its self-check line, its leak manifest and
     lines of the same shape as an untraced run (whose counts differ: it runs for
     a time, not a number of iterations);
   * every thread makes progress: none makes ten times fewer iterations than
-    another (functracer serves the stops of all threads in turn);
+    another (functracer serves the stops of all threads in turn), by the
+    program's counts and, from the trace's ld_outer calls, by the moment the
+    first thread stopped (in a bounded run the others still work then);
   * functracer prints nothing but its --stats summary; the summary agrees with
     the trace (no frame unwound, at least as many calls and returns as recorded,
     nothing lost by the in-process recorder) and the trace holds no `lost` record;
@@ -33,6 +37,7 @@ than a minute made on the stop path.
     go through ld_keep, and no leak through another ld_* function.
 """
 
+import bisect
 import collections
 import json
 import os
@@ -109,6 +114,7 @@ class TidLog:
         self.heap = collections.Counter()  # inside ld_worker: (type, function) -> n
         self.heap_outside = collections.Counter()
         self.bad_frames = 0
+        self.outer_ts = []  # times of the ld_outer calls (one per iteration)
 
 
 def replay(ck, path, exe):
@@ -152,6 +158,8 @@ def replay(ck, path, exe):
                 problem(f"tid {tid}: call of {r['function']} at depth {r['depth']} with "
                         f"{len(log.stack)} open frames (seq {r['seq']})")
             log.calls[r["function"]] += 1
+            if r["function"] == "ld_outer":
+                log.outer_ts.append(r["ts"])
             log.stack.append(r)
         elif t in ("return", "unwound"):
             if not log.stack:
@@ -247,6 +255,8 @@ def check_stats(ck, stderr, types, logs):
 def main():
     binary = os.path.realpath(sys.argv[1])
     seconds = int(os.environ.get("FT_LOAD_SECONDS", "4"))
+    iterations = int(os.environ.get("FT_LOAD_ITERATIONS", "0" if h.FULL else "8000"))
+    bound = ["-n", iterations] if iterations > 0 else []
     ck = h.Checker("load")
 
     plain = h.run([binary, UNTRACED_SECONDS], timeout=60 + UNTRACED_SECONDS)
@@ -260,7 +270,7 @@ def main():
 
     with h.TempDir(prefix="ft-load-") as tmp:
         cmd = [h.functracer(), "-q", "--stats", "-e", "calltrace", "-e", "memtrace", "-a", "ld_*",
-               "--uncompressed", "-o", tmp, binary, seconds]
+               "--uncompressed", "-o", tmp, binary] + bound + [seconds]
         print(f"--- {h.fmt_cmd(cmd)}", flush=True)
         res = h.run(cmd, timeout=3 * seconds + 300)
         print(f"traced run: status {res.status} after {res.seconds:.1f}s")
@@ -309,6 +319,17 @@ def main():
             ck.check_eq(sum(log.calls.values()), log.returns + log.unwound,
                         f"tid {tid}: calls vs returns + unwound")
         check_stats(ck, res.err, types, logs)
+        # The same fairness, from the trace, at the moment the first thread stopped: in a
+        # bounded run (-n) the others are still at work then, and a thread starved
+        # until the rest had stopped would have fewer iterations behind it by far.
+        workers = [log.outer_ts for log in logs.values() if log.outer_ts]
+        if ck.check(len(workers) == THREADS, f"{len(workers)} threads called ld_outer, want {THREADS}"):
+            first_done = min(ts[-1] for ts in workers)
+            by_then = sorted(bisect.bisect_right(ts, first_done) for ts in workers)
+            print(f"iterations per thread when the first one stopped: {by_then}")
+            ck.check(by_then[0] * FAIRNESS >= by_then[-1],
+                     f"threads starved under tracing: iterations per thread when the first one stopped "
+                     f"{by_then}, the fewest less than 1/{FAIRNESS} of the most")
 
         # Per thread: the program's counts against the records.
         for i in sorted(out.threads):

@@ -42,9 +42,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
 from tracefile import parse_trace  # noqa: E402
 
-SECONDS = 8          # how long the program runs
+SECONDS = 30         # how long the program runs at most (load -i: until its input ends)
 START_AFTER = 1.0    # the uprobe is put on after the program has run this long
 HOLD = 1.0           # and taken off this much later (after bpftrace's attach)
+AFTER = 1.0          # and the program's input closed this much later
 
 
 def probe_hits(text):
@@ -53,9 +54,10 @@ def probe_hits(text):
 
 
 def run_with_uprobe(ck, label, cmd, probe, env=None):
-    """Runs cmd; once the program has run START_AFTER s, bpftrace's `probe` is put on
-    for HOLD s and taken off. Returns (status, stdout, stderr, hits) or None."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    """Runs cmd (load -i); once the program has run START_AFTER s, bpftrace's `probe`
+    is put on for HOLD s and taken off, and AFTER s later the program's input is
+    closed, which ends it. Returns (status, stdout, stderr, hits) or None."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     output = []
     time.sleep(START_AFTER)
     with h.bpftrace_uprobe(probe, output=output) as attached:
@@ -65,6 +67,7 @@ def run_with_uprobe(ck, label, cmd, probe, env=None):
             return None
         time.sleep(HOLD)
         running_when_removed = proc.poll() is None
+    time.sleep(AFTER)
     out, err = proc.communicate(timeout=h.TRACED_TIMEOUT)
     if not ck.check(running_when_removed,
                     f"{label}: functracer ended (status {proc.returncode}) before the uprobe was taken off "
@@ -89,7 +92,7 @@ def calltrace_with_uprobe(ck, label, exe, tmp, name, env=None):
     shutil.copy2(exe, copy)
     outdir = copy + ".out"
     cmd = [h.functracer(), "-q", "-e", "calltrace", "-a", "ld_mid,ld_leaf", "--uncompressed", "-o", outdir,
-           copy, str(SECONDS)]
+           copy, "-i", str(SECONDS)]
     got = run_with_uprobe(ck, label, cmd, f'uprobe:"{copy}":ld_mid {{ @n = count(); }}', env=env)
     return (got, outdir)
 
@@ -154,7 +157,8 @@ def check_memtrace(ck, exe, tmp):
         return
     outdir = os.path.join(tmp, "heap")
     env = dict(os.environ, LD_LIBRARY_PATH=libdir)
-    cmd = [h.functracer(), "-q", "-e", "memtrace", "-b", "4", "--uncompressed", "-o", outdir, exe, str(SECONDS)]
+    cmd = [h.functracer(), "-q", "-e", "memtrace", "-b", "4", "--uncompressed", "-o", outdir, exe, "-i",
+           str(SECONDS)]
     probe = f'uprobe:"{libc}":malloc,uprobe:"{libc}":free {{ @n[probe] = count(); }}'
     got = run_with_uprobe(ck, label, cmd, probe, env=env)
     if got is None:
@@ -166,12 +170,13 @@ def check_memtrace(ck, exe, tmp):
         ck.check(any(k.endswith(":" + fn) and v > 0 for k, v in hits.items()),
                  f"{label}: bpftrace counted no hit on {fn}: {hits}")
     counts = {}
+    function = re.compile(r'function="(\w+)"')
     for path in h.trace_files(outdir):
         with open(path, errors="replace") as f:
             for line in f:
                 p = line.split(" ", 4)
                 if len(p) == 5 and p[3] in ("alloc", "free"):
-                    m = re.match(r'function="(\w+)"', p[4])
+                    m = function.match(p[4])
                     if m:
                         key = (int(p[1]), p[3], m.group(1))
                         counts[key] = counts.get(key, 0) + 1

@@ -1,10 +1,17 @@
 /* A load for the tracer: sixteen threads calling traced functions and using the
  * heap for a given wall-clock time.
  *
- *   load [SECONDS]   (default 60)
+ *   load [-n ITERATIONS] [-i] [SECONDS]   (default 60)
  *
- * Each thread runs ld_worker, which loops until SECONDS have passed calling
- * ld_outer -> ld_mid -> ld_leaf (three call depths under ld_worker, arguments and
+ *   -n ITERATIONS   each thread stops after ITERATIONS iterations if SECONDS have
+ *                   not passed before: a bounded run, whose trace does not grow
+ *                   with the tracer's speed
+ *   -i              the threads stop as soon as the standard input ends (or
+ *                   SECONDS have passed): the caller says when it has seen enough
+ *
+ * Each thread runs ld_worker, which waits until all sixteen have started (so that
+ * the iterations they made by a moment compare) and then loops until SECONDS have
+ * passed calling ld_outer -> ld_mid -> ld_leaf (three call depths under ld_worker, arguments and
  * return values checked at every level); ld_mid also allocates: every iteration
  * one malloc, one calloc, one realloc of the malloc'ed block and two frees, the
  * blocks filled and checked. Before it returns, ld_worker calls ld_keep, which
@@ -13,7 +20,7 @@
  *
  * Everything the heap sees from the worker threads inside ld_worker is done by
  * these calls: no free(NULL), no realloc(NULL, n), no realloc(p, 0), no printing.
- * The main thread only creates, joins and prints.
+ * The main thread only creates, joins and prints (and with -i reads its input).
  *
  * Output (stdout), after the joins:
  *   thread I tid=TID iterations=N ld_worker=1 ld_outer=N ld_mid=N ld_leaf=N ld_keep=1
@@ -25,7 +32,9 @@
  * Exit status 0; a failed check prints it on stderr and exits 1.
  */
 
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +58,39 @@ struct counts {
 
 static struct counts counts[THREADS];
 static struct timespec deadline;
+static long max_iterations; /* -n; 0: no bound */
+static atomic_int input_ended; /* -i: set by the main thread at end of input */
+static pthread_barrier_t start_line; /* the threads start their loops together */
+
+static long ms_to_deadline(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (deadline.tv_sec - now.tv_sec) * 1000L + (deadline.tv_nsec - now.tv_nsec) / 1000000L;
+}
 
 static int past_deadline(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
+}
+
+static int should_stop(const struct counts* c) {
+  return (max_iterations > 0 && c->iterations >= max_iterations) ||
+         atomic_load_explicit(&input_ended, memory_order_relaxed) || past_deadline();
+}
+
+/* -i: reads the standard input until it ends or SECONDS have passed. */
+static void wait_for_end_of_input(void) {
+  char buf[256];
+  for (;;) {
+    long left = ms_to_deadline();
+    if (left <= 0) break;
+    struct pollfd pfd = {.fd = 0, .events = POLLIN};
+    int r = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+    if (r <= 0) continue; /* a timeout (the deadline is looked at again) or EINTR */
+    if (read(0, buf, sizeof buf) <= 0) break;
+  }
+  atomic_store(&input_ended, 1);
 }
 
 TRACED long ld_leaf(long a, long b) { return a * 3 + b; }
@@ -128,6 +165,8 @@ TRACED void* ld_worker(void* arg) {
   c->worker++;
   c->tid = (pid_t)syscall(SYS_gettid);
   long x = (long)index * 1000003L;
+  int w = pthread_barrier_wait(&start_line);
+  CHECK(w == 0 || w == PTHREAD_BARRIER_SERIAL_THREAD);
   do {
     long r = ld_outer(c, x);
     c->iterations++;
@@ -135,18 +174,33 @@ TRACED void* ld_worker(void* arg) {
     long want = (y * 3) * LEAF_CALLS + (LEAF_CALLS * (LEAF_CALLS - 1)) / 2 + 8 + y % 120 + 1;
     if (r != want) c->bad++;
     ++x;
-  } while (!past_deadline());
+  } while (!should_stop(c));
   if (ld_keep(c, index) != 3) c->bad++;
   return c;
 }
 
 int main(int argc, char** argv) {
-  int seconds = argc > 1 ? atoi(argv[1]) : 60;
+  int until_eof = 0;
+  int opt;
+  while ((opt = getopt(argc, argv, "n:i")) != -1) {
+    if (opt == 'n') {
+      max_iterations = atol(optarg);
+      CHECK(max_iterations > 0);
+    } else if (opt == 'i') {
+      until_eof = 1;
+    } else {
+      fprintf(stderr, "usage: load [-n ITERATIONS] [-i] [SECONDS]\n");
+      return 2;
+    }
+  }
+  int seconds = optind < argc ? atoi(argv[optind]) : 60;
   CHECK(seconds > 0);
   clock_gettime(CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += seconds;
+  CHECK(pthread_barrier_init(&start_line, NULL, THREADS) == 0);
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; ++i) CHECK(pthread_create(&t[i], NULL, ld_worker, (void*)(intptr_t)i) == 0);
+  if (until_eof) wait_for_end_of_input();
   for (int i = 0; i < THREADS; ++i) {
     void* r;
     CHECK(pthread_join(t[i], &r) == 0);
