@@ -301,9 +301,12 @@ def base_name(fn):
     return fn if i < 0 else fn[:i]
 
 
+_COLD = re.compile(r"\.cold\b")
+
+
 def is_fragment(fn):
     fn = str(fn or "")
-    return bool(re.search(r"\.cold\b", fn))
+    return ".cold" in fn and _COLD.search(fn) is not None
 
 
 def record_function(rec):
@@ -506,11 +509,13 @@ def analyze(records):
             a.threads.append(t)
         return t
 
+    common = frozenset(COMMON_KEYS)
+    required = {t: frozenset(keys) for t, keys in REQUIRED_KEYS.items()}
     for rec in records:
         rtype = rec.get("type")
         a.types[rtype] += 1
-        missing = [k for k in COMMON_KEYS if k not in rec]
-        if missing:
+        if not common <= rec.keys():
+            missing = [k for k in COMMON_KEYS if k not in rec]
             a.problem(f"record lacks {missing}: {json.dumps(rec)[:300]}")
             continue
         pid, tid = rec["pid"], rec["tid"]
@@ -520,9 +525,9 @@ def analyze(records):
             if prev is not None and seq <= prev:
                 a.problem(f"seq not increasing in pid {pid}: {prev} then {seq}")
             last_seq[pid] = seq
-        req = REQUIRED_KEYS.get(rtype, ())
-        missing = [k for k in req if k not in rec]
-        if missing:
+        req = required.get(rtype)
+        if req is not None and not req <= rec.keys():
+            missing = [k for k in REQUIRED_KEYS[rtype] if k not in rec]
             a.problem(f"{rtype} record lacks {missing}: {json.dumps(rec)[:300]}")
         key = (pid, tid)
         if rtype == "thread":

@@ -11,9 +11,10 @@ result and prints "done until-eof threads=4" (exit 0) once stdin is closed.
 
 The moments are drawn with a seeded random generator; the seed is printed, and
 FT_SEED=N runs the same draw again. FT_SIGKILL_ROUNDS sets the number of kill
-rounds (default 50), KILLS_PER_TARGET of them on each target process, so that later
-attaches meet what an earlier, killed functracer left in the process (breakpoints,
-out-of-line areas, replaced return addresses, threads stopped mid-way).
+rounds (default 20, 50 under FT_FULL=1), KILLS_PER_TARGET of them on each target
+process, so that later attaches meet what an earlier, killed functracer left in
+the process (breakpoints, out-of-line areas, replaced return addresses, threads
+stopped mid-way).
 
   * kill rounds: `functracer -q PLUGINS --uncompressed -o DIR -p PID`, the plugins
     in turn calltrace `at_*,malloc,free`, memtrace, memtrace with calltrace `at_*`,
@@ -43,7 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftharness as h  # noqa: E402
 
 KILLS_PER_TARGET = 5
-DEFAULT_ROUNDS = 50
+# Four targets (every plugin set five times), ten under FT_FULL=1 (tests/README.md).
+DEFAULT_ROUNDS = 50 if h.FULL else 20
 # (label, functracer's arguments, what runs it). The stop path alone (FT_FAST_PATH=0)
 # is not in the rotation: its return trampoline still loses a thread now and then
 # (doc/functracer.1, BUGS).
