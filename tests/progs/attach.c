@@ -12,6 +12,7 @@
  *                         threads that call at_level1 five times and exit, and
  *                         joins them (threads appear and vanish while functracer
  *                         attaches and detaches). "done rounds=N" at the end.
+ *                         ROUNDS 0: rounds until stdin ends.
  *   attach until-eof      Four threads loop as above for as long as stdin stays
  *                         open, while the main thread blocks in read(2) on it;
  *                         at end of input they stop and are joined. Prints
@@ -22,6 +23,7 @@
  *                         to at_line, whose result is printed. Prints "ready"
  *                         first and "done lines=N" at end of input.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,11 +122,20 @@ static int until_eof_mode(void) {
   return 0;
 }
 
+/* Whether stdin has ended (without waiting). */
+static int input_ended(void) {
+  struct pollfd pfd = {.fd = 0, .events = POLLIN};
+  if (poll(&pfd, 1, 0) <= 0) return 0;
+  char buf[512];
+  return read(0, buf, sizeof buf) <= 0;
+}
+
 static int spawn_mode(int rounds) {
   printf("ready\n");
   fflush(stdout);
   long bad = 0;
-  for (int r = 0; r < rounds; ++r) {
+  int r = 0;
+  for (; rounds > 0 ? r < rounds : !input_ended(); ++r) {
     pthread_t t[THREADS];
     for (long i = 0; i < THREADS; ++i) CHECK(pthread_create(&t[i], NULL, short_lived, (void*)(r * 100L + i * 10)) == 0);
     for (int i = 0; i < THREADS; ++i) {
@@ -134,7 +145,7 @@ static int spawn_mode(int rounds) {
     }
   }
   CHECK(bad == 0);
-  printf("done rounds=%d\n", rounds);
+  printf("done rounds=%d\n", r);
   return 0;
 }
 
