@@ -29,7 +29,7 @@ def _unescape(s):
 
 def _value(text):
     if text.startswith('"'):
-        return _unescape(text[1:-1])
+        return text[1:-1] if "\\" not in text else _unescape(text[1:-1])
     if text.startswith("["):
         return [int(x, 16) for x in text[1:-1].split(",") if x]
     if text.startswith("0x"):
@@ -46,18 +46,6 @@ class Record(dict):
     pass
 
 
-def _decode(text):
-    """_value, quicker for the common values (strings without escapes)."""
-    c = text[0]
-    if c == '"':
-        return text[1:-1] if "\\" not in text else _unescape(text[1:-1])
-    if c == "[":
-        return [int(x, 16) for x in text[1:-1].split(",") if x]
-    if text.startswith("0x"):
-        return int(text, 16)
-    return int(text)
-
-
 def parse_line(line, where=""):
     """One record line (without its newline) as a Record. Raises ValueError."""
     parts = line.split(" ", 4)
@@ -72,7 +60,7 @@ def parse_line(line, where=""):
     fields = _FIELD.findall(rest)
     if " ".join(f"{k}={v}" for k, v in fields) == rest:
         for key, value in fields:
-            rec[key] = _decode(value)
+            rec[key] = _value(value)
         return rec
     pos = 0
     while pos < len(rest):

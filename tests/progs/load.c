@@ -62,17 +62,13 @@ static long max_iterations; /* -n; 0: no bound */
 static atomic_int input_ended; /* -i: set by the main thread at end of input */
 static pthread_barrier_t start_line; /* the threads start their loops together */
 
-static long ms_to_deadline(void) {
+static long long ns_to_deadline(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return (deadline.tv_sec - now.tv_sec) * 1000L + (deadline.tv_nsec - now.tv_nsec) / 1000000L;
+  return (long long)(deadline.tv_sec - now.tv_sec) * 1000000000LL + (deadline.tv_nsec - now.tv_nsec);
 }
 
-static int past_deadline(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
-}
+static int past_deadline(void) { return ns_to_deadline() <= 0; }
 
 static int should_stop(const struct counts* c) {
   return (max_iterations > 0 && c->iterations >= max_iterations) ||
@@ -83,10 +79,10 @@ static int should_stop(const struct counts* c) {
 static void wait_for_end_of_input(void) {
   char buf[256];
   for (;;) {
-    long left = ms_to_deadline();
+    long long left = ns_to_deadline();
     if (left <= 0) break;
     struct pollfd pfd = {.fd = 0, .events = POLLIN};
-    int r = poll(&pfd, 1, (int)(left > 1000 ? 1000 : left));
+    int r = poll(&pfd, 1, left > 1000000000LL ? 1000 : (int)(left / 1000000) + 1);
     if (r <= 0) continue; /* a timeout (the deadline is looked at again) or EINTR */
     if (read(0, buf, sizeof buf) <= 0) break;
   }
