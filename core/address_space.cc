@@ -33,6 +33,9 @@ AddressSpace AddressSpace::clone(bool shares_memory) const {
   c.recorder.reindex();
   c.recorder.region = r.region;
   c.recorder.region_size = r.region_size;
+  c.recorder.own = r.own;  // a fork copies it; a vfork child shares it
+  if (r.guard_installed && r.rings) c.recorder.inherited_action = ft_rec_guard_of(r.header())->old_action;
+  else c.recorder.inherited_action = r.inherited_action;
   c.recorder.code = r.code;
   c.recorder.entry_fn = r.entry_fn;
   c.recorder.return_fn = r.return_fn;

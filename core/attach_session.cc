@@ -293,6 +293,7 @@ void AttachSession::detach_process(Process& p) {
       (void)ptrace::set_regs(tid, *regs);
   }
   remove_instrumentation(p);
+  engine_.after_removal(p);
   uint64_t now = monotonic_ns();
   for (auto& [tid, t] : p.threads())
     if (!t->stack.empty()) report_.report_unwound(*t, t->stack.take_all(), "detach", now, 0);

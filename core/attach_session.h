@@ -54,6 +54,9 @@ class AttachSession {
     // Every thread of p is stopped, about to be let go of: what the engine put into
     // the process through injected calls is taken back.
     virtual void before_detach(Process& p) = 0;
+    // The instrumentation is out (remove_instrumentation): what is left of the
+    // engine's own mappings goes.
+    virtual void after_removal(Process& p) = 0;
 
    protected:
     ~Engine() = default;

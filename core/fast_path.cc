@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/auxv.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -141,10 +142,11 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
   bool ok = false;
   void* local = MAP_FAILED;
   RemoteAddr region;
+  // Mapped where the kernel likes first, and only moved to `fixed` (a fork child's:
+  // where its parent's is, which the stubs it inherited name) once it is complete: the
+  // child never runs on a region that is half set up, whenever functracer dies.
   if (!failed(injector_.syscall(t, regs, stub, SYS_ftruncate, {*fd, size}))) {
-    auto m = injector_.syscall(t, regs, stub, SYS_mmap,
-                               {fixed.value(), size, PROT_READ | PROT_WRITE, MAP_SHARED | (fixed.null() ? 0u : MAP_FIXED),
-                                *fd, 0});
+    auto m = injector_.syscall(t, regs, stub, SYS_mmap, {0, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0});
     if (!failed(m)) {
       region = RemoteAddr(*m);
       std::string path = fmt::format("/proc/{}/fd/{}", p.pid(), *fd);
@@ -153,36 +155,64 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
         local = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
         ::close(lfd);
       }
-      ok = local != MAP_FAILED &&
-           !failed(injector_.syscall(t, regs, stub, SYS_madvise, {region.value(), size, MADV_DONTFORK}));
-      if (!ok) (void)injector_.syscall(t, regs, stub, SYS_munmap, {region.value(), size});
+      ok = local != MAP_FAILED;
     }
   }
   (void)injector_.syscall(t, regs, stub, SYS_close, {*fd});
-  if (!ok) {
-    if (local != MAP_FAILED) ::munmap(local, size);
-    FT_DEBUG("process {}: no region for the recorder", p.pid());
-    return false;
+  // The own part (recorder_abi.h): a fork child's copy of the hooked frames, and the
+  // word that tells it the region is not its own. A followed child has its parent's
+  // copy at the same address, with that word wiped.
+  if (ok && rs.own.null()) {
+    auto own = injector_.syscall(t, regs, stub, SYS_mmap,
+                                 {0, FT_REC_OWN_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                  static_cast<uint64_t>(-1), 0});
+    if (!failed(own) && failed(injector_.syscall(t, regs, stub, SYS_madvise, {*own, FT_REC_OWN_WIPED, MADV_WIPEONFORK}))) {
+      (void)injector_.syscall(t, regs, stub, SYS_munmap, {*own, FT_REC_OWN_BYTES});
+      FT_DEBUG("process {}: MADV_WIPEONFORK refused (a kernel before 4.14)", p.pid());
+    } else if (!failed(own)) {
+      rs.own = RemoteAddr(*own);
+    }
   }
-  rs.region = region;
-  rs.region_size = size;
-  rs.mapping = std::make_shared<RegionMapping>(local, size);
-  rs.rings = RecorderRegion::create(local, kRingBytes);
-  rs.owners.clear();
-  if (rs.code.null() && !map_code(p, t, regs)) {
-    FT_DEBUG("process {}: no room for the recorder's code", p.pid());
+  ok = ok && !rs.own.null();
+  auto give_up = [&](const char* why) {
+    if (!region.null()) (void)injector_.syscall(t, regs, stub, SYS_munmap, {region.value(), size});
+    if (local != MAP_FAILED) ::munmap(local, size);
     rs.rings.reset();
     rs.mapping.reset();
+    FT_DEBUG("process {}: {}", p.pid(), why);
     return false;
-  }
+  };
+  if (!ok) return give_up("no region for the recorder");
+  rs.region = fixed.null() ? region : fixed;
+  rs.region_size = size;
+  rs.mapping = std::make_shared<RegionMapping>(local, size);
+  local = MAP_FAILED;  // the mapping's now
+  rs.rings = RecorderRegion::create(rs.mapping->base(), kRingBytes, rs.own.value());
+  rs.owners.clear();
+  if (rs.code.null() && !map_code(p, t, regs)) return give_up("no room for the recorder's code");
   rs.header()->return_stub = rs.return_stub.value();
   rs.header()->verify_walks = Backtracer::verify_requested() ? 1 : 0;
   rs.header()->tp_self_word = tp_read_ == arch::ThreadPointerRead::kSelfWord ? 1 : 0;
+  // A fork child's SIGTRAP action is its parent's handler, at the same address, which
+  // reads the region there: its tables are filled before the region is (survival.h).
+  bool installed = p.attached && !fixed.null() && survival::install_inherited(p, wanted_);
+  if (!fixed.null()) {
+    auto moved = injector_.syscall(t, regs, stub, SYS_mremap,
+                                   {region.value(), size, size, MREMAP_MAYMOVE | MREMAP_FIXED, fixed.value()});
+    if (failed(moved)) {
+      rs.region = region;
+      return give_up("the region could not be moved where the parent's is");
+    }
+  }
+  if (!p.mem().write_u64(rs.own + static_cast<int64_t>(offsetof(ft_rec_own, owner)), 1)) {
+    region = rs.region;
+    return give_up("the own part cannot be written");
+  }
   rs.ready = true;
   rs.needs_region = false;
   // An attached program outlives functracer: the SIGTRAP handler (survival.h).
-  if (p.attached) (void)survival::install(injector_, p, t, regs, wanted_);
-  FT_DEBUG("process {}: recorder region at {:#x}, code at {:#x}", p.pid(), region.value(), rs.code.value());
+  if (p.attached && !installed) (void)survival::install(injector_, p, t, regs, wanted_);
+  FT_DEBUG("process {}: recorder region at {:#x}, code at {:#x}", p.pid(), rs.region.value(), rs.code.value());
   return true;
 }
 
@@ -589,21 +619,29 @@ void FastPath::report_losses(Process& p) {
   }
 }
 
+RemoteAddr FastPath::stack_of(const Thread& t) {
+  const RecorderSpace& rs = t.process->space.recorder;
+  return rs.own + static_cast<int64_t>(ft_rec_stack_offset(static_cast<uint64_t>(t.rec_ring)));
+}
+
 bool FastPath::push_frame(Thread& t, RemoteAddr slot, RemoteAddr real_ret, uint32_t fn) {
   Process& p = *t.process;
   RecorderSpace& rs = p.space.recorder;
   if (t.rec_ring < 0 || !rs.rings || t.stack.disarmed()) return false;
-  ft_rec_header* h = rs.header();
-  uint64_t ring = static_cast<uint64_t>(t.rec_ring);
-  ft_rec_ring* r = ft_rec_ring_at(h, ring);
-  uint64_t depth = __atomic_load_n(&r->depth, __ATOMIC_ACQUIRE);
-  if (depth >= FT_REC_MAX_FRAMES) return false;
-  if (!p.mem().poke(t.tid, slot, rs.return_stub.value())) return false;
-  ft_rec_frame& f = ft_rec_frames(h, ring)[depth];
-  f.slot = slot.value();
-  f.real_ret = real_ret.value();
-  f.fn = fn;
-  __atomic_store_n(&r->depth, depth + 1, __ATOMIC_RELEASE);
+  // The frames are the process's own memory (recorder_abi.h): read and written there,
+  // the thread being stopped.
+  RemoteAddr st = stack_of(t);
+  auto depth = p.mem().read_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)));
+  if (!depth || *depth >= FT_REC_MAX_FRAMES) return false;
+  ft_rec_frame f{slot.value(), real_ret.value(), fn};
+  RemoteAddr at = st + static_cast<int64_t>(offsetof(ft_rec_stack, frames) + *depth * sizeof f);
+  if (!p.mem().write(at, {reinterpret_cast<const uint8_t*>(&f), sizeof f}) ||
+      !p.mem().write_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)), *depth + 1))
+    return false;
+  if (!p.mem().poke(t.tid, slot, rs.return_stub.value())) {
+    (void)p.mem().write_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)), *depth);
+    return false;
+  }
   return true;
 }
 
@@ -611,19 +649,31 @@ void FastPath::sync(Thread& t) {
   Process& p = *t.process;
   RecorderSpace& rs = p.space.recorder;
   if (t.rec_ring < 0 || !rs.rings) return;
-  ft_rec_header* h = rs.header();
-  uint64_t ring = static_cast<uint64_t>(t.rec_ring);
-  ft_rec_frame* frames = ft_rec_frames(h, ring);
+  // depth, pad and the frames in use: one write.
+  std::vector<uint64_t> words(2);
   uint64_t n = 0;
   for (const ShadowFrame& f : t.stack.frames()) {
     if (!f.recorded || !f.armed) continue;
     if (n == FT_REC_MAX_FRAMES) break;
-    frames[n].slot = f.slot.value();
-    frames[n].real_ret = f.tail ? rs.return_stub.value() : f.real_ret.value();
-    frames[n].fn = f.fn;
+    words.push_back(f.slot.value());
+    words.push_back(f.tail ? rs.return_stub.value() : f.real_ret.value());
+    words.push_back(f.fn);
     ++n;
   }
-  __atomic_store_n(&ft_rec_ring_at(h, ring)->depth, n, __ATOMIC_RELEASE);
+  words[0] = n;
+  (void)p.mem().write(stack_of(t), {reinterpret_cast<const uint8_t*>(words.data()), words.size() * 8});
+}
+
+std::vector<ft_rec_frame> FastPath::read_frames(Process& p, uint32_t ring) {
+  const RecorderSpace& rs = p.space.recorder;
+  RemoteAddr st = rs.own + static_cast<int64_t>(ft_rec_stack_offset(ring));
+  auto depth = p.mem().read_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)));
+  if (!depth) return {};
+  std::vector<ft_rec_frame> frames(std::min<uint64_t>(*depth, FT_REC_MAX_FRAMES));
+  if (!frames.empty() && !p.mem().read_exact(st + static_cast<int64_t>(offsetof(ft_rec_stack, frames)),
+                                             {reinterpret_cast<uint8_t*>(frames.data()), frames.size() * sizeof(ft_rec_frame)}))
+    return {};
+  return frames;
 }
 
 bool FastPath::hold_signal(Thread& t, int sig) {
@@ -701,6 +751,63 @@ void FastPath::release(Thread& t) {
   t.rec_ring = -1;
 }
 
+void FastPath::let_go_child(Process& child, Thread& t) {
+  if (child.space.recorder.needs_region) unmap(child, t);
+}
+
+void FastPath::unmap_for_detach(Process& p) {
+  RecorderSpace& rs = p.space.recorder;
+  if (!rs.ready || !rs.rings || rs.borrowed) return;
+  for (auto& [tid, t] : p.threads())
+    if (t->stopped && !t->group_stop && !t->exit_seen) {
+      unmap(p, *t);
+      return;
+    }
+}
+
+void FastPath::unmap(Process& p, Thread& t) {
+  RecorderSpace& rs = p.space.recorder;
+  auto regs = ptrace::get_regs(t.tid);
+  if (!regs || p.space.areas.empty() || rs.region.null()) return;
+  RemoteAddr stub = p.space.areas.front()->syscall_stub();
+  // The SIGTRAP action: the program's own again where it is the handler (survival.h),
+  // which has nothing left to answer for. Read into the own part's spare words
+  // (nothing else reads them).
+  bool ours = false;
+  RemoteAddr scratch = rs.own + 8;
+  if (!rs.own.null() && !rs.trap_handler.null() &&
+      !failed(injector_.syscall(t, *regs, stub, SYS_rt_sigaction, {SIGTRAP, 0, scratch.value(), 8}))) {
+    auto h = p.mem().read_u64(scratch);
+    ours = !h || *h == rs.trap_handler.value();
+    RemoteAddr kept = rs.region + static_cast<int64_t>(ft_rec_guard_offset(kRingBytes) + offsetof(ft_rec_guard, old_action));
+    if (ours && !failed(injector_.syscall(t, *regs, stub, SYS_rt_sigaction, {SIGTRAP, kept.value(), 0, 8}))) ours = false;
+  }
+  if (ours) {
+    // The handler stays, and with it the region it reads: it forwards everything to
+    // the program's action (the session is marked detached).
+    FT_DEBUG("process {}: its SIGTRAP action could not be given back: the recorder's region stays", p.pid());
+    (void)ptrace::set_regs(t.tid, *regs);
+    return;
+  }
+  // The region goes, but for its header's pages, which become zeros: a thread that a
+  // signal handler took out of a trampoline before the detach, and that goes on in it
+  // after, finds recording off there and no own part, and goes straight on into the
+  // function. The recorder's code stays for the same reason (a few pages).
+  const uint64_t head = round_page(sizeof(ft_rec_header));
+  (void)injector_.syscall(t, *regs, stub, SYS_mmap,
+                          {rs.region.value(), head, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                           static_cast<uint64_t>(-1), 0});
+  (void)injector_.syscall(t, *regs, stub, SYS_munmap, {(rs.region + static_cast<int64_t>(head)).value(), rs.region_size - head});
+  if (!rs.own.null()) (void)injector_.syscall(t, *regs, stub, SYS_munmap, {rs.own.value(), FT_REC_OWN_BYTES});
+  (void)ptrace::set_regs(t.tid, *regs);
+  FT_DEBUG("process {}: recorder region unmapped", p.pid());
+  rs.rings.reset();
+  rs.mapping.reset();
+  rs.ready = false;
+  rs.needs_region = false;
+  rs.region = rs.own = RemoteAddr();
+}
+
 void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
   RecorderSpace& rs = child.space.recorder;
   if (!rs.needs_region) return;
@@ -718,6 +825,7 @@ void FastPath::set_up_child(Process& child, Thread& t, Registers& regs) {
       child.space.breakpoints.erase(s.slow_trap);
     }
     rs.clear_patches();
+    let_go_child(child, t);
     rs.needs_region = false;
     rs.unavailable = true;
     return;
@@ -812,12 +920,11 @@ void FastPath::settle_for_detach(Process& p) {
 
 RemoteAddr FastPath::take_recorded_return(Thread& t, RemoteAddr slot) {
   RecorderSpace& rs = t.process->space.recorder;
-  if (t.rec_ring >= 0) {
-    ft_rec_ring* r = ft_rec_ring_at(rs.header(), static_cast<uint64_t>(t.rec_ring));
-    ft_rec_frame* frames = ft_rec_frames(rs.header(), static_cast<uint64_t>(t.rec_ring));
-    for (uint64_t k = std::min<uint64_t>(r->depth, FT_REC_MAX_FRAMES); k > 0; --k)
+  if (t.rec_ring >= 0 && rs.rings) {
+    std::vector<ft_rec_frame> frames = read_frames(*t.process, static_cast<uint32_t>(t.rec_ring));
+    for (uint64_t k = frames.size(); k > 0; --k)
       if (frames[k - 1].slot == slot.value()) {
-        r->depth = k - 1;
+        (void)t.process->mem().write_u64(stack_of(t) + static_cast<int64_t>(offsetof(ft_rec_stack, depth)), k - 1);
         return RemoteAddr(frames[k - 1].real_ret);
       }
   }
@@ -834,9 +941,8 @@ void FastPath::remove(Process& p) {
   __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
   // Hooked returns the shadow stacks do not know yet (recorded since the last drain).
   for (const auto& [ring, owner] : rs.owners) {
-    ft_rec_frame* frames = ft_rec_frames(h, ring);
-    uint64_t depth = std::min<uint64_t>(ft_rec_ring_at(h, ring)->depth, FT_REC_MAX_FRAMES);
-    for (uint64_t i = depth; i-- > 0;) {
+    std::vector<ft_rec_frame> frames = read_frames(p, ring);
+    for (size_t i = frames.size(); i-- > 0;) {
       auto v = p.mem().read_u64(RemoteAddr(frames[i].slot));
       if (v && *v == rs.return_stub.value()) (void)p.mem().write_u64(RemoteAddr(frames[i].slot), frames[i].real_ret);
     }

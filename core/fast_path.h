@@ -140,8 +140,19 @@ class FastPath {
   // The thread is gone, or is about to lend its thread pointer to a vfork child: its
   // rings are drained by the caller first, then given back.
   void release(Thread& t);
-  // A followed fork child at its first stop: its own region, where its parent's was.
+  // A followed fork child at its first stop: its own region, where its parent's was
+  // (the inherited one, shared with the parent, is replaced), and its copy of the own
+  // part taken as its own.
   void set_up_child(Process& child, Thread& t, Registers& regs);
+  // A fork child functracer lets go of (not followed, or no region of its own), its
+  // instrumentation out, t stopped: the parent's region it inherited and its copy of
+  // the own part are unmapped, and its SIGTRAP action is the program's again.
+  void let_go_child(Process& child, Thread& t);
+  // Detach, after everything was taken out (remove, instrumentation.h): the region
+  // and the own part are unmapped and the program's SIGTRAP action given back, so that
+  // a detach leaves nothing of the recorder behind but its code and a page of zeros
+  // (the out-of-line areas stay, for the next attach to adopt).
+  void unmap_for_detach(Process& p);
   // The real return address of t's recorded call whose return address was at slot
   // (popped from the ring's frames with those above it), or null.
   static RemoteAddr take_recorded_return(Thread& t, RemoteAddr slot);
@@ -177,6 +188,13 @@ class FastPath {
                    uint32_t fn_id, unsigned nargs, unsigned frames, SsolArea& area, std::string& reason,
                    bool report_undone);
   bool set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed);
+  // The hooked frames of t's ring, in the process's own part (recorder_abi.h).
+  static RemoteAddr stack_of(const Thread& t);
+  // Ring `ring`'s hooked frames in use, read from the process (empty when unreadable).
+  static std::vector<ft_rec_frame> read_frames(Process& p, uint32_t ring);
+  // The SIGTRAP action given back and the region (but for a page of zeros where its
+  // header was) and the own part unmapped in p, t stopped.
+  void unmap(Process& p, Thread& t);
   const std::vector<uint64_t>& image_targets(const Module& m) { return image_targets(m.elf); }
   arch::RecorderCode trampoline_layout() const {
     return arch::host().recorder->entry_trampoline(0, 0, 0, 0, {}, 0, 0, {}, tp_read_);

@@ -61,7 +61,7 @@ static int walk(const struct ft_rec_unwind_index* u, uint64_t sp, uint64_t bp, u
 
 uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_t* args, uint64_t* slot, uint64_t tp,
                            uint64_t tsc) {
-  if (!__atomic_load_n(&h->enabled, __ATOMIC_RELAXED)) return FT_REC_PASS;
+  if (!__atomic_load_n(&h->enabled, __ATOMIC_RELAXED) || !ft_rec_is_owner(h)) return FT_REC_PASS;
   struct ft_rec_ring* r = ft_rec_find(h, tp);
   if (!r) {
     __atomic_fetch_add(&h->no_ring, 1, __ATOMIC_RELAXED);
@@ -72,15 +72,16 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
   if (nargs > FT_REC_MAX_ARGS) nargs = FT_REC_MAX_ARGS;
   int hook = (site & FT_REC_SITE_RETURN) != 0;
   uint64_t index = ft_rec_ring_index(h, r);
+  struct ft_rec_stack* st = &ft_rec_own_of(h)->stacks[index];
   uint64_t depth = 0;
   if (hook) {
     /* The frame is taken before anything is written: a signal handler interrupting
      * here and recording calls of its own takes the next one, and gives it back
      * before this code goes on (unless it longjmps out: the stop path sorts that out
      * when the stale frame is met). */
-    depth = __atomic_fetch_add(&r->depth, 1, __ATOMIC_RELAXED);
+    depth = __atomic_fetch_add(&st->depth, 1, __ATOMIC_RELAXED);
     if (depth >= FT_REC_MAX_FRAMES) {
-      __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_sub(&st->depth, 1, __ATOMIC_RELAXED);
       return FT_REC_STOP; /* deeper than the frames kept here: the trampoline's stop */
     }
   }
@@ -95,23 +96,23 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
     uint64_t uoff = __atomic_load_n(&h->unwind_offset, __ATOMIC_ACQUIRE);
     uint64_t stack_end = r->stack_end;
     if (uoff == 0 || stack_end == 0) {
-      if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
+      if (hook) __atomic_fetch_sub(&st->depth, 1, __ATOMIC_RELAXED);
       return FT_REC_STOP; /* no rules or no stack bounds yet: the stop path walks it */
     }
     const struct ft_rec_unwind_index* u = (const struct ft_rec_unwind_index*)((const char*)h + uoff);
-    uint64_t in_use = hook ? depth : __atomic_load_n(&r->depth, __ATOMIC_RELAXED);
+    uint64_t in_use = hook ? depth : __atomic_load_n(&st->depth, __ATOMIC_RELAXED);
     if (in_use > FT_REC_MAX_FRAMES) in_use = FT_REC_MAX_FRAMES;
     got = walk(u, (uint64_t)slot, args[FT_REC_SAVED_BP], stack_end, h->return_stub,
-                           ft_rec_frames(h, index), in_use, words + 2 + nargs, (int)nframes, &complete);
+                           st->frames, in_use, words + 2 + nargs, (int)nframes, &complete);
     if (got < (int)nframes && !complete) {
       /* A frame without a rule the walk follows: the stop path takes the whole stack. */
-      if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
+      if (hook) __atomic_fetch_sub(&st->depth, 1, __ATOMIC_RELAXED);
       return FT_REC_STOP;
     }
     if (__atomic_load_n(&h->verify_walks, __ATOMIC_RELAXED)) {
       /* The walk alone, for functracer to compare with libunwind's on the same stack at
        * the stop path's trap; the call is the stop path's. */
-      if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
+      if (hook) __atomic_fetch_sub(&st->depth, 1, __ATOMIC_RELAXED);
       struct ft_rec_event wv = {0};
       wv.kind = FT_REC_WALK;
       wv.nwords = (uint16_t)(FT_REC_WALK_FRAMES + (unsigned)got);
@@ -136,11 +137,11 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
   uint64_t need = FT_REC_EVENT_HEADER + 8u * ev.nwords + (hook ? FT_REC_EVENT_HEADER + 8u * FT_REC_RETURN_WORDS : 0);
   if (__atomic_load_n(&r->head, __ATOMIC_RELAXED) - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + need > ring_bytes ||
       ft_rec_write_event(r, ring_bytes, &ev, words) != 0) {
-    if (hook) __atomic_fetch_sub(&r->depth, 1, __ATOMIC_RELAXED);
+    if (hook) __atomic_fetch_sub(&st->depth, 1, __ATOMIC_RELAXED);
     return FT_REC_STOP;
   }
   if (hook) {
-    struct ft_rec_frame* f = ft_rec_frames(h, index) + depth;
+    struct ft_rec_frame* f = st->frames + depth;
     f->slot = (uint64_t)slot;
     f->real_ret = *slot;
     f->fn = ev.fn;
@@ -152,12 +153,19 @@ uint64_t ft_recorder_entry(struct ft_rec_header* h, uint64_t site, const uint64_
 uint64_t ft_recorder_return(struct ft_rec_header* h, uint64_t sp_after, const uint64_t* rets, uint64_t tp,
                             uint64_t tsc) {
   struct ft_rec_ring* r = ft_rec_find(h, tp);
-  if (!r) return 0;
-  uint64_t depth = __atomic_load_n(&r->depth, __ATOMIC_RELAXED);
+  struct ft_rec_own* own = ft_rec_own_of(h);
+  if (!r || !own) return 0;
+  struct ft_rec_stack* st = &own->stacks[ft_rec_ring_index(h, r)];
+  uint64_t depth = __atomic_load_n(&st->depth, __ATOMIC_RELAXED);
   if (depth == 0 || depth > FT_REC_MAX_FRAMES) return 0;
-  struct ft_rec_frame* f = ft_rec_frames(h, ft_rec_ring_index(h, r)) + (depth - 1);
+  struct ft_rec_frame* f = st->frames + (depth - 1);
   if (f->slot != sp_after - 8) return 0;
   uint64_t real_ret = f->real_ret;
+  if (!ft_rec_is_owner(h)) {
+    /* A fork child on its parent's region: back to the caller, nothing recorded. */
+    __atomic_store_n(&st->depth, depth - 1, __ATOMIC_RELAXED);
+    return real_ret;
+  }
   uint64_t words[FT_REC_RETURN_WORDS];
   words[FT_REC_RETURN_SLOT] = f->slot;
   words[FT_REC_RETURN_TO] = real_ret;
@@ -175,7 +183,7 @@ uint64_t ft_recorder_return(struct ft_rec_header* h, uint64_t sp_after, const ui
   if (__atomic_load_n(&r->head, __ATOMIC_RELAXED) - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + size > h->ring_bytes ||
       ft_rec_write_event(r, h->ring_bytes, &ev, words) != 0)
     return 0;
-  __atomic_store_n(&r->depth, depth - 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&st->depth, depth - 1, __ATOMIC_RELAXED);
   return real_ret;
 }
 
@@ -240,13 +248,14 @@ static int trap_restore_byte(uint64_t at, uint8_t byte) {
  * table. 0 when neither knows it. */
 static uint64_t trap_real_return(struct ft_rec_header* h, const struct ft_rec_guard* g, uint64_t slot) {
   struct ft_rec_ring* r = g->rings ? ft_rec_find(h, trap_thread_pointer(h)) : 0;
-  if (r) {
-    uint64_t depth = __atomic_load_n(&r->depth, __ATOMIC_RELAXED);
+  if (r && ft_rec_own_of(h)) {
+    struct ft_rec_stack* st = &ft_rec_own_of(h)->stacks[ft_rec_ring_index(h, r)];
+    uint64_t depth = __atomic_load_n(&st->depth, __ATOMIC_RELAXED);
     if (depth > FT_REC_MAX_FRAMES) depth = FT_REC_MAX_FRAMES;
-    struct ft_rec_frame* frames = ft_rec_frames(h, ft_rec_ring_index(h, r));
+    struct ft_rec_frame* frames = st->frames;
     for (uint64_t k = depth; k > 0; --k)
       if (frames[k - 1].slot == slot && frames[k - 1].real_ret != h->return_stub) {
-        __atomic_store_n(&r->depth, k - 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->depth, k - 1, __ATOMIC_RELAXED);
         return frames[k - 1].real_ret;
       }
   }
@@ -262,7 +271,8 @@ static int trap_in_areas(const struct ft_rec_guard* g, uint64_t at) {
 
 /* A trap of ours: functracer is gone. Nothing is recorded any more (nobody reads it). */
 static void trap_ours(struct ft_rec_header* h, struct ft_rec_guard* g) {
-  __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
+  /* (A fork child leaves the recording of the process whose region it is alone.) */
+  if (ft_rec_is_owner(h)) __atomic_store_n(&h->enabled, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&g->gone, 1, __ATOMIC_RELEASE);
   __atomic_fetch_add(&g->handled, 1, __ATOMIC_RELAXED);
 }

@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define FT_REC_MAGIC 0x31304345525446ull /* "FTREC01" */
-#define FT_REC_VERSION 4u
+#define FT_REC_VERSION 5u
 #define FT_REC_MAX_THREADS 1024u /* rings in a region */
 #define FT_REC_KEYS 2048u        /* key table entries: a power of two, twice the rings */
 #define FT_REC_KEY_EMPTY 0ull
@@ -72,7 +72,7 @@ struct ft_rec_ring {
   uint64_t tail;        /* bytes consumed by functracer */
   uint64_t lost_events; /* events a full ring could not take */
   uint64_t lost_bytes;
-  uint64_t depth;       /* frames[] in use: calls whose return is hooked, outermost first */
+  uint64_t pad0;
   uint64_t stack_end;   /* end of the thread's stack (a walk reads nothing at or above it); 0:
                            unknown, no walk */
   uint64_t pad[2];
@@ -85,6 +85,36 @@ struct ft_rec_frame {
   uint64_t fn;
 };
 
+/* ---- what a fork child inherits as its own ----
+ *
+ * The region is not excluded from fork: a child forked after functracer died must
+ * find the tables its traps need (the guard, below), and the code it runs through
+ * (trampolines, the return stub) reads the region. Two things must not be shared with
+ * a child, and live in private memory the process maps beside the region (the "own"
+ * part, ft_rec_own), which a fork copies:
+ *   - each ring's hooked frames: a child returns from the calls its forking thread was
+ *     in through its copy of them, while the parent goes on with its own;
+ *   - whether the region is this process's (`owner`, in the own part's first page,
+ *     which is wiped on fork: MADV_WIPEONFORK). A child whose region it is not (its
+ *     functracer died before taking the child in hand, or let it go) records nothing:
+ *     every entry goes straight to the function, every hooked return to its real
+ *     return address, and its traps are handled as after functracer's death.
+ * functracer reads and writes the own part through the process's memory (it is not
+ * shared), only while the thread concerned is stopped. */
+struct ft_rec_stack {
+  uint64_t depth;    /* frames[] in use: calls whose return is hooked, outermost first */
+  uint64_t pad;
+  struct ft_rec_frame frames[FT_REC_MAX_FRAMES];
+};
+
+struct ft_rec_own {
+  uint64_t owner;    /* 1: the region is this process's; 0 in a fork child (wiped) */
+  uint64_t pad[511]; /* the rest of the wiped page */
+  struct ft_rec_stack stacks[FT_REC_MAX_THREADS]; /* by ring index */
+};
+#define FT_REC_OWN_WIPED 4096u /* bytes at the own part's start wiped on fork */
+#define FT_REC_OWN_BYTES ((sizeof(struct ft_rec_own) + 4095) & ~(uint64_t)4095)
+
 struct ft_rec_header {
   uint64_t magic;
   uint32_t version;
@@ -94,7 +124,7 @@ struct ft_rec_header {
   uint64_t ring_stride;  /* from one ring's ft_rec_ring to the next one's */
   uint64_t enabled;      /* 0: record nothing (tracing toggled off, detaching) */
   uint64_t no_ring;      /* entries whose thread had no ring: they took the stop path */
-  uint64_t frames_offset; /* of ring 0's frames (FT_REC_MAX_FRAMES ft_rec_frame per ring) */
+  uint64_t own;            /* address of the own part (struct ft_rec_own) in the process */
   uint64_t return_stub;   /* the code a hooked return goes to (written into the slot) */
   uint64_t unwind_offset; /* of the frame rules in use (ft_rec_unwind_index), 0: none yet */
   uint64_t verify_walks;  /* FT_UNWIND_VERIFY: walk, write an FT_REC_WALK and take the stop path */
@@ -123,7 +153,7 @@ struct ft_rec_event {
 
 /* Bytes a region with these dimensions takes. */
 static inline uint64_t ft_rec_rings_offset(void) { return (sizeof(struct ft_rec_header) + 63) & ~(uint64_t)63; }
-static inline uint64_t ft_rec_frames_offset(uint64_t ring_bytes) {
+static inline uint64_t ft_rec_rings_end(uint64_t ring_bytes) {
   return ft_rec_rings_offset() + (sizeof(struct ft_rec_ring) + ring_bytes) * FT_REC_MAX_THREADS;
 }
 /* The frame rules for walks (ft_rec_unwind_index) take one of two halves of the unwind
@@ -131,8 +161,7 @@ static inline uint64_t ft_rec_frames_offset(uint64_t ring_bytes) {
  * unwind_offset, so that a walk under way reads a whole index. */
 #define FT_REC_UNWIND_BYTES (32ull << 20) /* per half */
 static inline uint64_t ft_rec_unwind_area_offset(uint64_t ring_bytes) {
-  return (ft_rec_frames_offset(ring_bytes) + sizeof(struct ft_rec_frame) * FT_REC_MAX_FRAMES * FT_REC_MAX_THREADS +
-          4095) & ~(uint64_t)4095;
+  return (ft_rec_rings_end(ring_bytes) + 4095) & ~(uint64_t)4095;
 }
 static inline uint64_t ft_rec_guard_offset(uint64_t ring_bytes) {
   return ft_rec_unwind_area_offset(ring_bytes) + 2 * FT_REC_UNWIND_BYTES;
@@ -149,9 +178,18 @@ static inline uint64_t ft_rec_ring_index(const struct ft_rec_header* h, const st
   return (uint64_t)((const char*)r - ((const char*)h + h->rings_offset)) / h->ring_stride;
 }
 
-/* The hooked frames of ring `index`. */
-static inline struct ft_rec_frame* ft_rec_frames(struct ft_rec_header* h, uint64_t index) {
-  return (struct ft_rec_frame*)((char*)h + h->frames_offset) + index * FT_REC_MAX_FRAMES;
+/* The own part, in the process (the recorder's side). */
+static inline struct ft_rec_own* ft_rec_own_of(const struct ft_rec_header* h) { return (struct ft_rec_own*)h->own; }
+
+/* Whether the region is this process's: not a fork child's inherited one. */
+static inline int ft_rec_is_owner(const struct ft_rec_header* h) {
+  const struct ft_rec_own* o = ft_rec_own_of(h);
+  return o && __atomic_load_n(&o->owner, __ATOMIC_RELAXED) == 1;
+}
+
+/* Where ring `index`'s hooked frames are, from the own part's start. */
+static inline uint64_t ft_rec_stack_offset(uint64_t index) {
+  return offsetof(struct ft_rec_own, stacks) + index * sizeof(struct ft_rec_stack);
 }
 
 static inline uint64_t ft_rec_key_hash(uint64_t tp) {

@@ -9,7 +9,7 @@ namespace ft {
 
 RecorderRegion::RecorderRegion(ft_rec_header* h) : h_(h), used_(h->max_threads, false) {}
 
-RecorderRegion RecorderRegion::create(void* base, uint64_t ring_bytes) {
+RecorderRegion RecorderRegion::create(void* base, uint64_t ring_bytes, uint64_t own) {
   FT_CHECK(ring_bytes >= 4096 && (ring_bytes & (ring_bytes - 1)) == 0, "ring size %llu is not a power of two >= 4096",
            static_cast<unsigned long long>(ring_bytes));
   auto* h = static_cast<ft_rec_header*>(base);
@@ -18,7 +18,7 @@ RecorderRegion RecorderRegion::create(void* base, uint64_t ring_bytes) {
   h->ring_bytes = ring_bytes;
   h->rings_offset = ft_rec_rings_offset();
   h->ring_stride = sizeof(ft_rec_ring) + ring_bytes;
-  h->frames_offset = ft_rec_frames_offset(ring_bytes);
+  h->own = own;
   h->guard_offset = ft_rec_guard_offset(ring_bytes);
   h->enabled = 1;
   __atomic_store_n(&h->magic, FT_REC_MAGIC, __ATOMIC_RELEASE);
@@ -31,7 +31,7 @@ std::optional<RecorderRegion> RecorderRegion::adopt(void* base, uint64_t size) {
   if (h->magic != FT_REC_MAGIC || h->version != FT_REC_VERSION || h->max_threads != FT_REC_MAX_THREADS ||
       h->ring_bytes < 4096 || (h->ring_bytes & (h->ring_bytes - 1)) != 0 ||
       ft_rec_region_size(h->ring_bytes) != size || h->rings_offset != ft_rec_rings_offset() ||
-      h->ring_stride != sizeof(ft_rec_ring) + h->ring_bytes || h->frames_offset != ft_rec_frames_offset(h->ring_bytes))
+      h->ring_stride != sizeof(ft_rec_ring) + h->ring_bytes)
     return std::nullopt;
   RecorderRegion r(h);
   // Keys of an earlier session name threads that may be gone: start from none.
@@ -74,7 +74,6 @@ std::optional<uint32_t> RecorderRegion::add_thread(uint64_t tp) {
   std::memset(ft_rec_ring_data(r), 0, h_->ring_bytes);
   r->head = r->tail = 0;
   r->lost_events = r->lost_bytes = 0;
-  r->depth = 0;
   used_[index] = true;
   ++used_count_;
   k->ring = index;

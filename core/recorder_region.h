@@ -33,7 +33,8 @@ class RecorderRegion {
   // The region at base (region_size(ring_bytes) bytes of zeroed, shared memory,
   // already mapped in functracer): writes its header. ring_bytes: a power of two,
   // at least 4096.
-  static RecorderRegion create(void* base, uint64_t ring_bytes);
+  // own: where the own part (ft_rec_own) is in the process.
+  static RecorderRegion create(void* base, uint64_t ring_bytes, uint64_t own);
   // A region set up before (by create, possibly by another functracer): checks its
   // header; nullopt if it is not one.
   static std::optional<RecorderRegion> adopt(void* base, uint64_t size);

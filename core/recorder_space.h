@@ -3,11 +3,14 @@
 // is in the process and in functracer, the recorder's code, the functions whose entry
 // is patched to reach it, and which thread each ring belongs to.
 //
-// The region is a memfd the process maps shared and functracer maps too; it is
-// excluded from fork (MADV_DONTFORK), so a fork child never writes into its parent's
-// rings: a followed child gets a region of its own at the same address before it runs,
-// an unfollowed one loses the patches with the rest of the instrumentation. A vfork
-// child shares its parent's (it runs on the parent's memory) but never gets a ring.
+// The region is a memfd the process maps shared and functracer maps too. A fork child
+// inherits it, shared, with a private copy of the own part beside it (the hooked
+// frames; recorder_abi.h) whose first page is wiped on fork: a child records nothing
+// in a region that is not its own, whether functracer is there or not. A followed
+// child gets a region of its own at the same address before it runs; an unfollowed
+// one loses the patches with the rest of the instrumentation, and the inherited region
+// is unmapped in it. A vfork child shares its parent's (it runs on the parent's
+// memory) but never gets a ring.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "common/remote_addr.h"
+#include "core/recorder_abi.h"
 #include "core/recorder_region.h"
 
 namespace ft {
@@ -73,6 +77,7 @@ struct RecorderSpace {
   bool needs_region = false;
   bool walks = false;  // some patched entry records its call stack: the frame rules are kept
   RemoteAddr region;       // in the process
+  RemoteAddr own;          // the own part (struct ft_rec_own), in the process: private memory
   uint64_t region_size = 0;
   std::shared_ptr<RegionMapping> mapping;  // in functracer
   std::optional<RecorderRegion> rings;     // on mapping
@@ -95,6 +100,9 @@ struct RecorderSpace {
   // addresses noted in the guard's table since it was last rebuilt.
   RemoteAddr trap_handler, trap_restorer;
   bool guard_installed = false;
+  // A fork child's: the program's SIGTRAP action its parent's handler kept (the child
+  // inherits the handler as its action; its own handler forwards to this one).
+  std::optional<ft_rec_kaction> inherited_action;
   uint64_t returns_noted = 0;
   uint64_t unguarded = 0;  // traps the full trap table could not take
   std::vector<uint32_t> trap_slots;  // the trap table's entries functracer filled (survival.cc)

@@ -168,6 +168,27 @@ std::optional<ft_rec_kaction> detached_session_action(Process& p, uint64_t handl
   return kept;
 }
 
+// The guard's action and tables, for the handler at rs.trap_handler with the program's
+// action in g->old_action.
+void fill(Process& p, ft_rec_guard* g, bool rings) {
+  RecorderSpace& rs = p.space.recorder;
+  g->action.handler = rs.trap_handler.value();
+  g->action.flags = kSaSiginfo | kSaRestorer | kSaOnstack | (g->old_action.flags & kSaRestart);
+  g->action.restorer = rs.trap_restorer.value();
+  g->action.mask = g->old_action.mask;
+  g->handler = rs.trap_handler.value();
+  g->rings = rings ? 1 : 0;
+  sync_traps(p);
+  rebuild_returns(p, g);
+}
+
+void mark_installed(Process& p, ft_rec_guard* g) {
+  __atomic_store_n(&g->installed, 1, __ATOMIC_RELEASE);
+  p.space.recorder.guard_installed = true;
+  FT_DEBUG("process {}: SIGTRAP handler at {:#x} (the program's was {:#x})", p.pid(), g->handler,
+           g->old_action.handler);
+}
+
 }  // namespace
 
 void clean_up_dead(Process& p, const std::vector<MapsEntry>& maps) {
@@ -195,22 +216,29 @@ bool install(Injector& injector, Process& p, Thread& t, Registers& regs, bool ri
     if (!earlier) break;
     g->old_action = *earlier;
   }
-  g->action.handler = rs.trap_handler.value();
-  g->action.flags = kSaSiginfo | kSaRestorer | kSaOnstack | (g->old_action.flags & kSaRestart);
-  g->action.restorer = rs.trap_restorer.value();
-  g->action.mask = g->old_action.mask;
-  g->handler = rs.trap_handler.value();
-  g->rings = rings ? 1 : 0;
-  sync_traps(p);
-  rebuild_returns(p, g);
+  // A fork child has its parent's handler (the same code, at the same address, now
+  // on the child's region): the program's action is the one the parent's kept.
+  if (g->old_action.handler == rs.trap_handler.value() && rs.inherited_action) g->old_action = *rs.inherited_action;
+  if (g->old_action.handler == rs.trap_handler.value()) {
+    log::warn("process {}: its SIGTRAP action is not known: it will not survive functracer's death", p.pid());
+    return false;
+  }
+  fill(p, g, rings);
   if (failed(injector.syscall(t, regs, stub, SYS_rt_sigaction, {SIGTRAP, remote(p, &g->action).value(), 0, 8}))) {
     log::warn("process {}: its SIGTRAP action cannot be set: it will not survive functracer's death", p.pid());
     return false;
   }
-  __atomic_store_n(&g->installed, 1, __ATOMIC_RELEASE);
-  rs.guard_installed = true;
-  FT_DEBUG("process {}: SIGTRAP handler at {:#x} (the program's was {:#x})", p.pid(), g->handler,
-           g->old_action.handler);
+  mark_installed(p, g);
+  return true;
+}
+
+bool install_inherited(Process& p, bool rings) {
+  RecorderSpace& rs = p.space.recorder;
+  ft_rec_guard* g = guard(p);
+  if (rs.guard_installed || !g || rs.trap_handler.null() || rs.borrowed || !rs.inherited_action) return false;
+  g->old_action = *rs.inherited_action;
+  fill(p, g, rings);
+  mark_installed(p, g);
   return true;
 }
 

@@ -37,6 +37,10 @@ void clean_up_dead(Process& p, const std::vector<MapsEntry>& maps);
 // recorder set up (t stopped at regs).
 // rings: threads record calls in the region's rings (the handler looks there too).
 bool install(Injector& injector, Process& p, Thread& t, Registers& regs, bool rings);
+// A fork child whose action is its parent's handler (RecorderSpace::inherited_action),
+// at the same address: only its tables, before its region takes its parent's place
+// (no system call). False when there is no such handler to take over.
+bool install_inherited(Process& p, bool rings);
 // Detach: the tables emptied and the session marked detached. The handler stays the
 // program's SIGTRAP action, forwarding everything to the program's own; the next
 // attach puts it out of the way.

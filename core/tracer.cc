@@ -271,7 +271,7 @@ void Tracer::handle_status(pid_t tid, int status) {
 void Tracer::start_initial_thread(Thread& t) {
   Process& p = *t.process;
   if (p.release_pending) {
-    release_child(p);
+    release_child(p, t);
     return;
   }
   if (p.space.recorder.needs_region)
@@ -304,6 +304,9 @@ void Tracer::handle_new_task(Thread& parent, int event) {
     c.cmdline = pp.cmdline;
     c.started = true;
     c.space = pp.space.clone(shares_mm);
+    // A service's child is the service's: detached rather than killed, and it outlives
+    // functracer as its parent does (survival.h).
+    c.attached = pp.attached;
     // The child runs with the forking thread's thread pointer: on the shared memory of
     // a vfork it would record into that thread's ring. It records nothing there; the
     // parent gets a ring again at its next call (after the child is gone).
@@ -375,8 +378,9 @@ void Tracer::before_detach(Process& p) {
   survival::retire(p);
 }
 
-void Tracer::release_child(Process& child) {
+void Tracer::release_child(Process& child, Thread& t) {
   remove_instrumentation(child);
+  fast_path_.let_go_child(child, t);
   for (const auto& [tid, t] : child.threads()) (void)ptrace::detach(tid, t->held_signal);
   FT_DEBUG("released child {}", child.pid());
   procs_.remove(child);

@@ -171,7 +171,7 @@ class Tracer : private StopQueue::Sleeper, private StopQueue::Watcher, private A
   void resolve_ifuncs(Process& p, Thread& t, Registers& regs);
 
   // Releasing a child that is not followed.
-  void release_child(Process& child);
+  void release_child(Process& child, Thread& t);  // t: its thread, at its first stop
 
   // Launch mode: passes the stop signals functracer got on to the program, except one
   // the program got itself from the same sender (kill(2) of the process group: once
@@ -188,6 +188,7 @@ class Tracer : private StopQueue::Sleeper, private StopQueue::Watcher, private A
   void resume_stopped(Thread& t) override { resume(t); }
   void dispatch(pid_t tid, int status) override { handle_status(tid, status); }
   void before_detach(Process& p) override;
+  void after_removal(Process& p) override { fast_path_.unmap_for_detach(p); }
   // A stop while detaching: the thread is left stopped, put where it can run on.
   void collect_for_detach(Thread& t, const WaitStatus& ws);
 

@@ -19,12 +19,24 @@
  *                         "ready" once the threads run and "done until-eof
  *                         threads=4" at the end (exit 0) once every thread made
  *                         at least one call and every result was right.
+ *   attach forker         A server that forks: two threads loop as in until-eof
+ *                         while the main thread, every 20 ms, forks a child from
+ *                         inside at_spawn (so that the fork happens in a traced
+ *                         call, and the child returns from it too); the child
+ *                         calls at_level1 20 times, checks every result, and exits
+ *                         0. The parent waits for each child; a child that dies of
+ *                         a signal or fails its checks is printed at once
+ *                         ("child PID failed: ...") and after each child
+ *                         "children=N". At end of input: "done forker
+ *                         children=N failed=F" (exit 0 when F is 0 and the threads'
+ *                         checks held).
  *   attach read           Blocks in read(2) on stdin; every line read is passed
  *                         to at_line, whose result is printed. Prints "ready"
  *                         first and "done lines=N" at end of input.
  */
 #include <poll.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +161,60 @@ static int spawn_mode(int rounds) {
   return 0;
 }
 
+/* The child's work, in the child; its exit status. */
+static int child_work(void) {
+  long bad = 0;
+  for (long i = 0; i < 20; ++i)
+    if (at_level1(i) != (i + 1) * 5 + 3 + 2) ++bad;
+  return bad == 0 ? 0 : 1;
+}
+
+/* Forks; the child does its work and exits from here, after returning from this
+ * traced call. The parent gets the child's pid. */
+TRACED pid_t at_spawn(long round) {
+  pid_t pid = fork();
+  sink = round;
+  return pid;
+}
+
+static int forker_mode(void) {
+  pthread_t t[2];
+  for (long i = 0; i < 2; ++i) CHECK(pthread_create(&t[i], NULL, loop_until_stopped, (void*)(i * 1000000L)) == 0);
+  printf("ready\n");
+  fflush(stdout);
+  int children = 0, failed = 0;
+  for (long round = 0; !input_ended(); ++round) {
+    pid_t pid = at_spawn(round);
+    if (pid == 0) _exit(child_work());
+    CHECK(pid > 0);
+    ++children;
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+      if (WIFSIGNALED(status))
+        printf("child %d failed: signal %d\n", (int)pid, WTERMSIG(status));
+      else
+        printf("child %d failed: exit status %d\n", (int)pid, WEXITSTATUS(status));
+      fflush(stdout);
+    }
+    printf("children=%d\n", children);
+    fflush(stdout);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  stop_looping = 1;
+  long bad = 0;
+  for (int i = 0; i < 2; ++i) {
+    void* r;
+    CHECK(pthread_join(t[i], &r) == 0);
+    bad += (long)r;
+  }
+  CHECK(bad == 0);
+  printf("done forker children=%d failed=%d\n", children, failed);
+  return failed == 0 ? 0 : 1;
+}
+
 static int read_mode(void) {
   printf("ready\n");
   fflush(stdout);
@@ -178,6 +244,7 @@ static int read_mode(void) {
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "read") == 0) return read_mode();
   if (argc > 1 && strcmp(argv[1], "until-eof") == 0) return until_eof_mode();
+  if (argc > 1 && strcmp(argv[1], "forker") == 0) return forker_mode();
   if (argc > 1 && strcmp(argv[1], "spawn") == 0) return spawn_mode(argc > 2 ? atoi(argv[2]) : 300);
   if (argc > 1) iterations = atoi(argv[1]);
   pthread_t t[THREADS - 1];

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/recorder_abi.h"
 #include "core/recorder_image.h"
 
 namespace ft {
@@ -37,6 +38,27 @@ class LoadedRecorderImage {
  private:
   uint8_t* base_ = nullptr;
   size_t size_ = 0;
+};
+
+// The own part of a region (recorder_abi.h: the hooked frames, the owner word), in
+// this test's memory as in a process's; owned unless told otherwise.
+class OwnPart {
+ public:
+  OwnPart() {
+    void* p = ::mmap(nullptr, FT_REC_OWN_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    own_ = static_cast<ft_rec_own*>(p);
+    own_->owner = 1;
+  }
+  ~OwnPart() { ::munmap(own_, FT_REC_OWN_BYTES); }
+  OwnPart(const OwnPart&) = delete;
+  OwnPart& operator=(const OwnPart&) = delete;
+  uint64_t addr() const { return reinterpret_cast<uint64_t>(own_); }
+  ft_rec_own* get() const { return own_; }
+  ft_rec_stack& stack(uint64_t ring) const { return own_->stacks[ring]; }
+
+ private:
+  ft_rec_own* own_ = nullptr;
 };
 
 }  // namespace ft

@@ -53,7 +53,7 @@ void expect_intact(const RecordedEvent& ev, uint64_t seq) {
 
 TEST(RecorderRegion, KeysFindTheirRingsAndOnlyThem) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   ft_rec_header* h = reg.header();
   EXPECT_EQ(ft_rec_find(h, 0x7f0000001000), nullptr);
   auto a = reg.add_thread(0x7f0000001000);
@@ -75,7 +75,7 @@ TEST(RecorderRegion, KeysFindTheirRingsAndOnlyThem) {
 
 TEST(RecorderRegion, KeysThatCollideAreFoundPastRemovedOnes) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   // Thread pointers whose hashes collide: found by searching the table's hash.
   std::vector<uint64_t> same;
   uint64_t want = ft_rec_key_hash(0x7f0000001000);
@@ -93,7 +93,7 @@ TEST(RecorderRegion, KeysThatCollideAreFoundPastRemovedOnes) {
 
 TEST(RecorderRegion, EveryRingIsTakenThenNoMore) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   for (uint64_t i = 0; i < FT_REC_MAX_THREADS; ++i) ASSERT_TRUE(reg.add_thread(0x10000 + i * 0x1000)) << i;
   EXPECT_FALSE(reg.add_thread(0x7fff0000));
   reg.remove_thread(0x10000 + 5 * 0x1000);
@@ -102,7 +102,7 @@ TEST(RecorderRegion, EveryRingIsTakenThenNoMore) {
 
 TEST(RecorderRegion, RecordsComeOutInOrderAcrossTheRingsEnd) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_find(reg.header(), 0x7f0000001000);
   uint64_t next = 0, seen = 0;
@@ -120,7 +120,7 @@ TEST(RecorderRegion, RecordsComeOutInOrderAcrossTheRingsEnd) {
 
 TEST(RecorderRegion, RecordsFromTheCutOnStayForTheNextDrain) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_find(reg.header(), 0x7f0000001000);
   for (uint64_t seq = 0; seq < 6; ++seq) ASSERT_EQ(produce(r, kRing, 7, seq, 2), 0);
@@ -141,7 +141,7 @@ TEST(RecorderRegion, RecordsFromTheCutOnStayForTheNextDrain) {
 
 TEST(RecorderRegion, AFullRingCountsWhatItLosesAndTakesMoreOnceRead) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_ring_at(reg.header(), idx);
   // 64-byte records: 64 fit in 4 KiB.
@@ -158,7 +158,7 @@ TEST(RecorderRegion, AFullRingCountsWhatItLosesAndTakesMoreOnceRead) {
 
 TEST(RecorderRegion, AnUncommittedRecordHoldsBackTheOnesReservedAfterIt) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_ring_at(reg.header(), idx);
   // A producer reserved its record and was interrupted (a signal handler) before
@@ -179,7 +179,7 @@ TEST(RecorderRegion, AnUncommittedRecordHoldsBackTheOnesReservedAfterIt) {
 
 TEST(RecorderRegion, AnOverwrittenRingIsEmptiedAndCounted) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_ring_at(reg.header(), idx);
   ASSERT_EQ(produce(r, kRing, 1, 0, 2), 0);
@@ -196,7 +196,7 @@ TEST(RecorderRegion, AnOverwrittenRingIsEmptiedAndCounted) {
 
 TEST(RecorderRegion, AProducerThreadAndTheReaderLoseNothingUncounted) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_ring_at(reg.header(), idx);
   constexpr uint64_t kEvents = 200000;
@@ -240,7 +240,7 @@ void on_alarm(int) {
 
 TEST(RecorderRegion, SignalHandlersRecordingOnTheSameThreadAreSafe) {
   Mapped m(kRing);
-  RecorderRegion reg = RecorderRegion::create(m.base, kRing);
+  RecorderRegion reg = RecorderRegion::create(m.base, kRing, 0);
   uint32_t idx = *reg.add_thread(0x7f0000001000);
   ft_rec_ring* r = ft_rec_ring_at(reg.header(), idx);
   g_ring = r;

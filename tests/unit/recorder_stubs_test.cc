@@ -20,6 +20,7 @@
 #include "core/recorder.h"
 #include "core/recorder_image.h"
 #include "core/recorder_region.h"
+#include "tests/unit/recorder_image_fixture.h"
 
 extern "C" {
 long ft_fixture_add3(long, long, long);
@@ -47,6 +48,7 @@ using Outer = long (*)(Add3, long, long, long);
 struct Traps {
   uint64_t add3_trap = 0, add3_body = 0, outer_trap = 0, outer_body = 0, stub_trap = 0;
   ft_rec_header* region = nullptr;
+  ft_rec_own* own = nullptr;
   int entries = 0, returns = 0;
 } g_traps;
 
@@ -61,9 +63,9 @@ void on_trap(int, siginfo_t*, void* uc_v) {
   } else if (at == g_traps.stub_trap) {
     // As at the trampoline: the innermost hooked frame returns to its real address.
     ++g_traps.returns;
-    ft_rec_ring* r = ft_rec_ring_at(g_traps.region, 0);
-    ft_rec_frame* f = ft_rec_frames(g_traps.region, 0) + (r->depth - 1);
-    --r->depth;
+    ft_rec_stack& st = g_traps.own->stacks[0];
+    ft_rec_frame* f = st.frames + (st.depth - 1);
+    --st.depth;
     rip = static_cast<greg_t>(f->real_ret);
   } else {
     std::abort();
@@ -81,7 +83,7 @@ class RecorderStubsTest : public ::testing::TestWithParam<arch::ThreadPointerRea
     region_size_ = RecorderRegion::region_size(kRing);
     region_mem_ = ::mmap(nullptr, region_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(region_mem_, MAP_FAILED);
-    region_.emplace(RecorderRegion::create(region_mem_, kRing));
+    region_.emplace(RecorderRegion::create(region_mem_, kRing, own_.addr()));
     code_ = static_cast<uint8_t*>(::mmap(nullptr, kCodeSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     ASSERT_NE(code_, MAP_FAILED);
     auto addr = [&](size_t off) { return reinterpret_cast<uint64_t>(code_ + off); };
@@ -93,6 +95,7 @@ class RecorderStubsTest : public ::testing::TestWithParam<arch::ThreadPointerRea
     region_->header()->return_stub = addr(kStubAt);
     g_traps = {};
     g_traps.region = region_->header();
+    g_traps.own = own_.get();
     g_traps.stub_trap = addr(kStubAt + stub.slow_trap);
     add3_ = reinterpret_cast<Add3>(place(reinterpret_cast<const void*>(ft_fixture_add3), ft_fixture_add3_end, kAdd3At, kAdd3TrampAt, kAdd3, 3,
                                          g_traps.add3_trap, g_traps.add3_body));
@@ -153,6 +156,7 @@ class RecorderStubsTest : public ::testing::TestWithParam<arch::ThreadPointerRea
   static constexpr size_t kAdd3At = 0x8000, kOuterAt = 0x9000;
   uint64_t region_size_ = 0;
   void* region_mem_ = nullptr;
+  OwnPart own_;
   std::optional<RecorderRegion> region_;
   uint8_t* code_ = nullptr;
   Add3 add3_ = nullptr;
@@ -189,7 +193,7 @@ TEST_P(RecorderStubsTest, CallsAndReturnsAreRecordedWithoutATrap) {
   EXPECT_EQ(evs[3].fn, kOuter);
   EXPECT_EQ(evs[3].words[FT_REC_RETURN_VALUE], 7u);
   for (size_t i = 1; i < evs.size(); ++i) EXPECT_LE(evs[i - 1].tsc, evs[i].tsc);
-  EXPECT_EQ(ft_rec_ring_at(region_->header(), ring)->depth, 0u);
+  EXPECT_EQ(own_.stack(ring).depth, 0u);
 }
 
 TEST_P(RecorderStubsTest, ManyCallsKeepEveryResultAndRecordEachOnce) {

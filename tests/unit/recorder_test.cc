@@ -33,7 +33,7 @@ class RecorderTest : public ::testing::TestWithParam<bool> {
   RecorderTest()
       : size_(RecorderRegion::region_size(kRing)),
         base_(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)),
-        region_(RecorderRegion::create(base_, kRing)) {
+        region_(RecorderRegion::create(base_, kRing, own_.addr())) {
     region_.header()->return_stub = kStub;
     rec_ = GetParam() ? Recorder{image_.at<EntryFn>(recorder_image::kEntryOffset), image_.at<ReturnFn>(recorder_image::kReturnOffset)}
                    : Recorder{ft_recorder_entry, ft_recorder_return};
@@ -57,6 +57,7 @@ class RecorderTest : public ::testing::TestWithParam<bool> {
   LoadedRecorderImage image_;
   uint64_t size_;
   void* base_;
+  OwnPart own_;
   RecorderRegion region_;
   Recorder rec_{};
   std::vector<std::vector<uint64_t>> words_;
@@ -96,7 +97,7 @@ TEST_P(RecorderTest, ACallIsRecordedWithItsArgumentsAndItsReturnHooked) {
   EXPECT_EQ(evs[0].words[FT_REC_RETURN_VALUE], 0xabcu);
   EXPECT_EQ(evs[0].words[FT_REC_RETURN_VALUE2], 0xdefu);
   EXPECT_EQ(evs[0].words[FT_REC_RETURN_FP], 0x4010000000000000u);
-  EXPECT_EQ(ft_rec_ring_at(h(), ring)->depth, 0u);
+  EXPECT_EQ(own_.stack(ring).depth, 0u);
 }
 
 TEST_P(RecorderTest, NestedCallsReturnInnermostFirstAndAnOutOfOrderReturnTakesTheStopPath) {
@@ -150,7 +151,7 @@ TEST_P(RecorderTest, FramesDeeperThanTheRecorderKeepsTakeTheStopPath) {
   }
   EXPECT_EQ(rec_.entry(h(), site(1, true, 0), args, &stack[1], kTp, 0), FT_REC_STOP);
   EXPECT_EQ(stack[1], 0x401000u);
-  EXPECT_EQ(ft_rec_ring_at(h(), ring)->depth, uint64_t{FT_REC_MAX_FRAMES});
+  EXPECT_EQ(own_.stack(ring).depth, uint64_t{FT_REC_MAX_FRAMES});
   // A call whose return is not wanted is still recorded.
   EXPECT_EQ(rec_.entry(h(), site(3, false, 0), args, &stack[1], kTp, 0), FT_REC_PASS);
   EXPECT_EQ(take(ring).size(), 1u);
@@ -165,7 +166,7 @@ TEST_P(RecorderTest, AFullRingSendsTheCallToTheStopPath) {
   EXPECT_GT(recorded, 0);
   EXPECT_EQ(rec_.entry(h(), site(2, true, 6), args, &slot, kTp, 0), FT_REC_STOP);
   EXPECT_EQ(slot, 0x401000u);  // not hooked: the stop path hooks it
-  EXPECT_EQ(ft_rec_ring_at(h(), ring)->depth, 0u);
+  EXPECT_EQ(own_.stack(ring).depth, 0u);
   EXPECT_EQ(region_.lost(ring), 0u);  // nothing lost: functracer empties the ring at the stop
   EXPECT_EQ(take(ring).size(), static_cast<size_t>(recorded));
   EXPECT_EQ(rec_.entry(h(), site(2, true, 6), args, &slot, kTp, 0), FT_REC_PASS);

@@ -42,7 +42,7 @@ class TrapTable : public ::testing::TestWithParam<bool> {
   TrapTable()
       : size_(RecorderRegion::region_size(kRing)),
         base_(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)),
-        region_(RecorderRegion::create(base_, kRing)) {
+        region_(RecorderRegion::create(base_, kRing, own_.addr())) {
     g_ = ft_rec_guard_of(region_.header());
     g_->installed = 1;
     g_->old_action.handler = reinterpret_cast<uint64_t>(&program_handler);
@@ -69,6 +69,7 @@ class TrapTable : public ::testing::TestWithParam<bool> {
 
   size_t size_;
   void* base_;
+  OwnPart own_;
   RecorderRegion region_;
   ft_rec_guard* g_ = nullptr;
   std::vector<uint32_t> slots_;
