@@ -580,7 +580,9 @@ void on_event(void*, ft_ctx* ctx, const ft_event* ev) {
         fresh->heap = parent->heap.fork_copy();
         fresh->modules = parent->modules;
       }
-      fresh->attached = ev->address == 1;
+      // A child of an attached process inherits its history: blocks the parent
+      // allocated before the attach are as unknown to it as to the parent.
+      fresh->attached = ev->address == 1 || (parent && parent->attached);
       processes[pid] = std::move(fresh);
       return;
     }

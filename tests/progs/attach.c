@@ -23,6 +23,7 @@
  *                         while the main thread, every 20 ms, forks a child from
  *                         inside at_spawn (so that the fork happens in a traced
  *                         call, and the child returns from it too); the child
+ *                         frees the blocks the server allocated at its start,
  *                         calls at_level1 20 times, checks every result, and exits
  *                         0. The parent waits for each child; a child that dies of
  *                         a signal or fails its checks is printed at once
@@ -161,9 +162,19 @@ static int spawn_mode(int rounds) {
   return 0;
 }
 
+/* Blocks the server allocated when it started, before any attach: each child frees
+ * its copies of them (a child of an attached server releases blocks whose
+ * allocation no trace has seen). */
+#define INHERITED 8
+static char* inherited[INHERITED];
+
 /* The child's work, in the child; its exit status. */
 static int child_work(void) {
   long bad = 0;
+  for (int i = 0; i < INHERITED; ++i) {
+    if (inherited[i][0] != (char)('a' + i)) ++bad;
+    free(inherited[i]);
+  }
   for (long i = 0; i < 20; ++i)
     if (at_level1(i) != (i + 1) * 5 + 3 + 2) ++bad;
   return bad == 0 ? 0 : 1;
@@ -178,6 +189,11 @@ TRACED pid_t at_spawn(long round) {
 }
 
 static int forker_mode(void) {
+  for (int i = 0; i < INHERITED; ++i) {
+    inherited[i] = malloc(100 + (size_t)i);
+    CHECK(inherited[i] != NULL);
+    inherited[i][0] = (char)('a' + i);
+  }
   pthread_t t[2];
   for (long i = 0; i < 2; ++i) CHECK(pthread_create(&t[i], NULL, loop_until_stopped, (void*)(i * 1000000L)) == 0);
   printf("ready\n");
