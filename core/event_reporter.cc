@@ -99,7 +99,8 @@ Status EventReporter::open_trace(Process& p) {
   if (!w) return w.error();
   p.trace = std::move(*w);
   p.trace->on_close([summary = summary_, pid = p.pid()](const TraceWriter& tw) {
-    summary->trace_closed(pid, tw.path(), tw.records(), tw.bytes_written());
+    summary->trace_closed(pid, TraceOutcome{tw.path(), tw.records(), tw.records_on_disk(), tw.bytes_written(),
+                                            tw.write_error(), tw.kept()});
   });
   timespec rt{};
   clock_gettime(CLOCK_REALTIME, &rt);

@@ -41,7 +41,7 @@ constexpr int kOtherFatal[] = {SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGP
 void install_signal_handlers() {
   // The program must start with the dispositions functracer was given (an ignored
   // SIGPIPE or SIGHUP stays ignored across exec, a handled one becomes default).
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGPIPE}) ft::Tracer::save_disposition(s);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGPIPE, SIGXFSZ}) ft::Tracer::save_disposition(s);
   for (int s : kOtherFatal) ft::Tracer::save_disposition(s);
   for (int s = SIGRTMIN; s <= SIGRTMAX; ++s) ft::Tracer::save_disposition(s);
   struct sigaction sa {};
@@ -57,6 +57,9 @@ void install_signal_handlers() {
   sigemptyset(&tg.sa_mask);
   sigaction(SIGUSR1, &tg, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a closed stderr must not kill functracer (and with it the program)
+  // Nor a trace file growing past RLIMIT_FSIZE: the write fails with EFBIG instead,
+  // and the trace is cut like one on a full disk (core/trace_writer.h).
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 ft::Status make_dirs(const std::string& dir) {
@@ -196,5 +199,13 @@ int main(int argc, char** argv) {
   }
   for (const std::string& line : summary->lines(stats, opts.output_dir, opts.plugins.front(), ft::untraced_so_far()))
     ft::log::info("{}", line);
+  if (summary->incomplete()) {
+    // A trace cut by a write error (a full disk) is a failure of the run even though
+    // the program ran to its end: status 1, as for a plugin crash, whatever the
+    // program's own status, which is said here since the status no longer is.
+    if (opts.attach.empty() && *rc != 1)
+      ft::log::info("exit status 1: a trace is incomplete (the program's own exit status was {})", *rc);
+    return 1;
+  }
   return *rc;
 }

@@ -6,6 +6,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <condition_variable>
@@ -39,11 +40,18 @@ struct TraceWriter::Compressor {
 // What the tracer thread and the compressing thread share. Only the compressing
 // thread touches the compressor, the file and the write counters while it runs;
 // the tracer thread does after wait_behind().
+// A buffer handed to the compressing thread, with the sequence number of its last
+// record: once it is written whole, the file holds every record up to that one.
+struct TraceWriter::Queued {
+  std::string text;
+  uint64_t last_seq = 0;
+};
+
 struct TraceWriter::Behind {
   std::thread thread;
   std::mutex m;
   std::condition_variable changed;
-  std::deque<std::string> queue;   // buffers to compress, oldest first
+  std::deque<Queued> queue;        // buffers to compress, oldest first
   std::vector<std::string> spare;  // buffers written, for reuse
   bool busy = false;               // compressing a buffer taken off the queue
   bool stop = false;
@@ -98,10 +106,19 @@ Status TraceWriter::publish() {
   flush();
   std::string tmp = std::move(tmp_path_);
   tmp_path_.clear();
+  if (failed() && records_on_disk_ == 0) {
+    // Not one record reached it (the line saying why is out): no file rather than
+    // an empty one, and an old trace of the name is left as it was.
+    (void)::unlink(tmp.c_str());
+    gone_ = true;
+    return {};
+  }
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {
     int err = errno;
     (void)::unlink(tmp.c_str());
-    failed_ = true;  // nothing more is written to a file that has no name
+    gone_ = true;
+    error_ = err;
+    failed_.store(true, std::memory_order_release);  // nothing more is written to a file that has no name
     return Error::from_errno(err, "cannot create trace file " + path_);
   }
   return {};
@@ -113,7 +130,7 @@ Status TraceWriter::rename_to(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     return Error::msg("cannot rename trace file " + path_ + " to " + path + ": something that is not a file is in the way");
-  if (tmp_path_.empty() && !failed_ && ::rename(path_.c_str(), path.c_str()) != 0)
+  if (tmp_path_.empty() && !gone_ && ::rename(path_.c_str(), path.c_str()) != 0)
     return Error::from_errno(errno, "cannot rename trace file " + path_ + " to " + path);
   path_ = path;
   return {};
@@ -136,6 +153,10 @@ TraceWriter::~TraceWriter() {
 }
 
 void TraceWriter::write(TraceRecord& r) {
+  if (failed()) {
+    r.seq = ++seq_;  // counted, not formatted: it will not be written
+    return;
+  }
   for (TraceField& f : r.fields) {
     if (f.key != schema::key::kFrames) continue;
     const HexList* frames = std::get_if<HexList>(&f.value);
@@ -152,6 +173,7 @@ void TraceWriter::write(TraceRecord& r) {
 }
 
 uint64_t TraceWriter::stack_ref(int64_t tid, uint64_t ts_ns, const uint64_t* frames, size_t n) {
+  if (failed()) return 0;
   StackTable::Interned s = stacks_.intern(frames, n);
   if (s.added) {
     write_line(tid, ts_ns, schema::type::kStack, [&](LineAppender& line) {
@@ -167,37 +189,80 @@ void TraceWriter::appended(uint64_t ts_ns) {
   if (buf_.size() >= kFlushAt || ts_ns >= pending_since_ + kMaxAgeNs) flush(/*wait=*/false);
 }
 
-void TraceWriter::write_out(const char* p, size_t left) {
-  while (left > 0 && !failed_) {
+bool TraceWriter::write_out(const char* p, size_t left, size_t* done, int* err) {
+  *done = 0;
+  while (left > 0) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      failed_ = true;
-      log::error("cannot write trace file {}: {}", path_, std::strerror(n < 0 ? errno : EIO));
-      break;
+      *err = n < 0 ? errno : EIO;
+      return false;
     }
     p += n;
     left -= static_cast<size_t>(n);
+    *done += static_cast<size_t>(n);
     bytes_written_ += static_cast<uint64_t>(n);
   }
+  return true;
 }
 
-void TraceWriter::compress(const char* p, size_t n, int directive) {
+bool TraceWriter::compress(const char* p, size_t n, int directive, int* err) {
   ZSTD_inBuffer in{p, n, 0};
   size_t remaining;
   do {
     ZSTD_outBuffer out{zstd_->out.data(), zstd_->out.size(), 0};
     remaining = ZSTD_compressStream2(zstd_->ctx.get(), &out, &in, static_cast<ZSTD_EndDirective>(directive));
     FT_CHECK(!ZSTD_isError(remaining), "zstd: %s", ZSTD_getErrorName(remaining));
-    write_out(zstd_->out.data(), out.pos);
+    size_t done;
+    if (!write_out(zstd_->out.data(), out.pos, &done, err)) return false;
   } while (remaining != 0);
+  return true;
+}
+
+void TraceWriter::on_disk(uint64_t last_seq) {
+  records_on_disk_ = last_seq;
+  durable_bytes_ = bytes_written_.load(std::memory_order_relaxed);
+}
+
+void TraceWriter::write_failed(int err, uint64_t keep_bytes, uint64_t records) {
+  // Cut back to a record boundary: the file then holds exactly the records said here,
+  // with no partial line or compressed block after them. Making a file smaller needs
+  // no space, even on a full disk.
+  if (::ftruncate(fd_, static_cast<off_t>(keep_bytes)) == 0) bytes_written_ = keep_bytes;
+  records_on_disk_ = records;
+  error_ = err;
+  failed_.store(true, std::memory_order_release);
+  if (records == 0)
+    log::error("writing trace {}: {}; no record could be written, the file is removed", path_, std::strerror(err));
+  else
+    log::error("writing trace {}: {}; the trace ends after {} record{}", path_, std::strerror(err), records,
+               records == 1 ? "" : "s");
+}
+
+void TraceWriter::write_plain() {
+  size_t done = 0;
+  int err = 0;
+  if (write_out(buf_.data(), buf_.size(), &done, &err)) {
+    on_disk(seq_);
+    return;
+  }
+  // The lines written whole stay; every line of the buffer is a record but the magic
+  // line that starts the file.
+  std::string_view taken(buf_.data(), done);
+  size_t keep = taken.rfind('\n');
+  keep = keep == std::string_view::npos ? 0 : keep + 1;
+  auto lines = static_cast<uint64_t>(std::count(taken.begin(), taken.begin() + static_cast<ptrdiff_t>(keep), '\n'));
+  if (durable_bytes_ == 0 && lines > 0) --lines;
+  write_failed(err, durable_bytes_ + keep, records_on_disk_ + lines);
 }
 
 void TraceWriter::flush(bool wait) {
-  if (zstd_ && !buf_.empty()) {
+  if (failed()) {
+    buf_.clear();  // nothing more is written to this file
+  } else if (zstd_ && !buf_.empty()) {
     hand_off();
   } else if (!zstd_) {
-    write_out(buf_.data(), buf_.size());
+    if (!buf_.empty()) write_plain();
     buf_.clear();
   }
   pending_since_ = 0;
@@ -217,7 +282,7 @@ void TraceWriter::hand_off() {
   Behind& b = *behind_;
   std::unique_lock lock(b.m);
   b.changed.wait(lock, [&] { return b.queue.size() < kMaxQueued; });
-  b.queue.push_back(std::move(buf_));
+  b.queue.push_back(Queued{std::move(buf_), seq_});
   buf_.clear();
   if (!b.spare.empty()) {
     buf_ = std::move(b.spare.back());
@@ -241,12 +306,17 @@ void TraceWriter::run_behind() {
   for (;;) {
     b.changed.wait(lock, [&] { return b.stop || !b.queue.empty(); });
     if (b.queue.empty()) return;  // stopping, and everything is written
-    std::string buf = std::move(b.queue.front());
+    Queued q = std::move(b.queue.front());
     b.queue.pop_front();
     b.busy = true;
     lock.unlock();
-    // ZSTD_e_flush: everything given so far becomes decodable from what is written.
-    compress(buf.data(), buf.size(), ZSTD_e_flush);
+    if (!failed()) {
+      // ZSTD_e_flush: everything given so far becomes decodable from what is written.
+      int err = 0;
+      if (compress(q.text.data(), q.text.size(), ZSTD_e_flush, &err)) on_disk(q.last_seq);
+      else write_failed(err, durable_bytes_, records_on_disk_);
+    }
+    std::string buf = std::move(q.text);
     buf.clear();
     lock.lock();
     b.busy = false;
@@ -257,7 +327,9 @@ void TraceWriter::run_behind() {
 
 void TraceWriter::finish_frame() {
   if (!zstd_) return;
-  compress(nullptr, 0, ZSTD_e_end);
+  int err = 0;
+  // The frame's end holds no record: a file that cannot take it still has them all.
+  if (!failed() && !compress(nullptr, 0, ZSTD_e_end, &err)) write_failed(err, durable_bytes_, records_on_disk_);
   zstd_.reset();
 }
 

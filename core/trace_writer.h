@@ -23,6 +23,17 @@
 // most two buffers wait for it (then the tracer waits). flush() waits until all is
 // on disk unless told not to (the aged buffers of the event loop); so do publish(),
 // rename_to() and the destructor.
+//
+// A write the file system refuses (ENOSPC, EDQUOT, EFBIG under RLIMIT_FSIZE, EIO) ends
+// the file, never the tracing: the writer says so in one line naming the file, the
+// error and the records the trace ends after, cuts the file back to the end of its last
+// whole record (plain) or of its last whole buffer (compressed, the last point that
+// decodes to whole records), and from then on only counts the records it is given.
+// The file on disk is then exactly records_on_disk() records, readable up to the cut,
+// and without an end record, which is how a reader tells it was cut. A file that got
+// no record at all (the disk was full from the start) is removed rather than left
+// empty. functracer ignores SIGXFSZ (core/main.cc), so a file size limit is such an
+// error (EFBIG) and not the end of functracer and, with it, of the program.
 #pragma once
 
 #include <atomic>
@@ -66,6 +77,10 @@ class TraceWriter {
   // The same for a record written field by field: fields(LineAppender&) appends them.
   template <class F>
   void write_line(int64_t tid, uint64_t ts_ns, std::string_view type, F&& fields) {
+    if (failed()) {
+      ++seq_;  // counted, not formatted: it will not be written
+      return;
+    }
     {
       LineAppender line(buf_, ++seq_, tid, ts_ns, type);
       fields(line);
@@ -79,11 +94,21 @@ class TraceWriter {
   // The timestamp of the oldest record not yet written to the file; 0 when none is.
   uint64_t pending_since() const { return pending_since_; }
   const std::string& path() const { return path_; }
+  // Records given to the writer (those of a file cut by a write error included).
   uint64_t records() const { return seq_; }
+  // Of those, the records the file holds: records() after a clean flush(), fewer once
+  // a write failed.
+  uint64_t records_on_disk() const { return records_on_disk_; }
+  // The errno of the write that failed (also of a name the file could not be given);
+  // 0 while nothing failed. Read it after flush() (a compressed trace's buffers are
+  // written by its own thread).
+  int write_error() const { return failed_.load(std::memory_order_acquire) ? error_ : 0; }
+  // False once no file is left: nothing reached it, or it could not take its name.
+  bool kept() const { return !gone_; }
   // Distinct call stacks written as `stack` records so far.
   size_t stacks() const { return stacks_.size(); }
   // Bytes written to the file so far (compressed size for a .trace.zst).
-  // All of them after flush().
+  // All of them after flush(); after a write error, the size of the file as it is cut.
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
   // Called by the destructor once the file is complete, with its final name and size.
   void on_close(std::function<void(const TraceWriter&)> f) { on_close_ = std::move(f); }
@@ -91,14 +116,25 @@ class TraceWriter {
  private:
   struct Compressor;
   struct Behind;
+  struct Queued;
   TraceWriter(int fd, std::string path, Format format);
   void finish_frame();
   // A line was appended: flushes when the buffer is full or its oldest line too old.
   void appended(uint64_t ts_ns);
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
   // Feeds n bytes to the compressor and writes what it gives; directive: a
-  // ZSTD_EndDirective (zstd.h stays out of this header).
-  void compress(const char* p, size_t n, int directive);
-  void write_out(const char* p, size_t n);
+  // ZSTD_EndDirective (zstd.h stays out of this header). False when a write failed
+  // (its errno in *err).
+  bool compress(const char* p, size_t n, int directive, int* err);
+  // Appends n bytes to the file; false when the file system refused them (errno in
+  // *err), with *done the bytes it took.
+  bool write_out(const char* p, size_t n, size_t* done, int* err);
+  // A plain trace's buffer, written by the tracer thread.
+  void write_plain();
+  // Everything up to record `last_seq` is on disk, ending at the file's current size.
+  void on_disk(uint64_t last_seq);
+  // A write failed: the file is cut to keep_bytes, holding `records` records, said once.
+  void write_failed(int err, uint64_t keep_bytes, uint64_t records);
   // Hands the buffer to the compressing thread (starting it) and takes an empty one.
   void hand_off();
   // Returns once the compressing thread has written every buffer handed to it.
@@ -114,7 +150,13 @@ class TraceWriter {
   uint64_t seq_ = 0;
   uint64_t pending_since_ = 0;
   std::atomic<uint64_t> bytes_written_ = 0;  // written by the compressing thread too
-  bool failed_ = false;
+  // Kept by the thread that writes the file (the compressing one, for a compressed
+  // trace) and read by the tracer thread after wait_behind().
+  uint64_t records_on_disk_ = 0;
+  uint64_t durable_bytes_ = 0;  // where the last whole buffer ends in the file
+  int error_ = 0;               // set before failed_
+  std::atomic<bool> failed_ = false;
+  bool gone_ = false;  // no file is left under any name
   std::function<void(const TraceWriter&)> on_close_;
 };
 

@@ -59,6 +59,7 @@ Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,
   out.selection = select_groups(session.grouper(), ranked, filter, greater, top);
   out.all = counter.total();
   out.processes = *processes;
+  out.cut_short = session.cut_short();
   return out;
 }
 

@@ -73,6 +73,7 @@ struct RankedGroups {
   GroupSelection<HeapCounts> selection;
   HeapCounts all;  // every site, before the filter
   uint64_t processes = 0;
+  uint64_t cut_short = 0;  // traces without their end record (HeapReplay::cut_short())
 };
 
 Result<RankedGroups> rank_groups(const std::vector<std::string>& traces,

@@ -74,6 +74,7 @@ void HeapReplay::replay(TraceReader& reader) {
   records_.warn_lost(reader, diag_);
   if (stopped) reader.stop_early();
   if (!stopped) records_.warn_without_plugin(reader, diag_);
+  if (!stopped && !reader.has_end_record()) ++cut_short_;
 }
 
 }  // namespace ft::post

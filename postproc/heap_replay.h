@@ -113,6 +113,9 @@ class HeapReplay {
 
   uint64_t processes() const { return processes_; }
   uint64_t events() const { return events_; }  // alloc and free records read
+  // Traces replayed to their end that have no end record: cut short (a full disk, a
+  // killed functracer), so their blocks live at the end may have been freed later.
+  uint64_t cut_short() const { return cut_short_; }
 
  private:
   void replay(TraceReader& reader);
@@ -140,6 +143,7 @@ class HeapReplay {
   PluginRecords records_{schema::plugin::kMemtrace, "heap"};
   uint64_t processes_ = 0;
   uint64_t events_ = 0;
+  uint64_t cut_short_ = 0;
 };
 
 }  // namespace ft::post

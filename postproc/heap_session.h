@@ -26,8 +26,11 @@ class HeapSession {
                           const HeapReplayOptions& options) {
     HeapReplay replay(sites_, symbolizer_, observer, diag_, options);
     if (Status st = replay.run(traces); !st) return st.error();
+    cut_short_ += replay.cut_short();
     return replay.processes();
   }
+  // Of the traces replayed so far, those cut short (HeapReplay::cut_short()).
+  uint64_t cut_short() const { return cut_short_; }
 
   SiteGrouper& grouper() { return grouper_; }
   Symbolizer& symbolizer() { return symbolizer_; }
@@ -38,6 +41,7 @@ class HeapSession {
   Symbolizer symbolizer_;
   SiteTable sites_;
   SiteGrouper grouper_;
+  uint64_t cut_short_ = 0;
 };
 
 }  // namespace ft::post

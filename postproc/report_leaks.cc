@@ -160,6 +160,7 @@ Result<LeakReport> compute_leaks(const std::vector<std::string>& traces, const L
 
   LeakReport report;
   report.processes = ranked->processes;
+  report.cut_short = ranked->cut_short;
   report.at = options.replay.stop;
   report.leaked_bytes = sel.total.leaked_bytes;
   report.leaked_blocks = sel.total.leaked_blocks;
@@ -180,6 +181,7 @@ Result<LeakReport> compute_leak_kinds(const std::vector<std::string>& traces, co
   if (!processes) return processes.error();
   LeakReport report;
   report.processes = *processes;
+  report.cut_short = session.cut_short();
   report.at = options.replay.stop;
   report.scanned = true;
   report.listed = options.kinds;
@@ -210,6 +212,14 @@ Result<LeakReport> compute_leak_kinds(const std::vector<std::string>& traces, co
   return report;
 }
 
+// The line after the totals that says the report is incomplete, when it is.
+std::string cut_short_text(const LeakReport& report) {
+  if (report.cut_short == 0) return {};
+  return fmt::format("incomplete: {} cut short (no exit, detach or killed record); blocks freed after the cut "
+                     "count as live here, not all of them are leaks\n",
+                     report.cut_short == 1 ? std::string("1 trace") : std::to_string(report.cut_short) + " traces");
+}
+
 // Text of the kinds: the totals line, the groups lost kinds first, the still
 // reachable ones summed at the end unless --kinds lists them.
 std::string format_kinds_text(const LeakReport& report) {
@@ -220,6 +230,7 @@ std::string format_kinds_text(const LeakReport& report) {
                  plural(report.groups_total, "group", "groups"), plural(report.processes, "process", "processes"));
   if (report.groups.size() < report.groups_total) fmt::format_to(out, "; the first {} shown", report.groups.size());
   text += ")\n";
+  text += cut_short_text(report);
   for (size_t kind : kOrder) {
     if (kind == kNoKind) {
       if (report.kinds[kind].blocks)
@@ -261,13 +272,16 @@ std::string format_leaks_text(const LeakReport& report) {
   auto out = std::back_inserter(text);
   fmt::format_to(out, "{} in {} {} ({}, {}", plural(report.leaked_bytes, "byte", "bytes"),
                  plural(report.leaked_blocks, "block", "blocks"),
-                 report.at ? "live at " + format_when(*report.at) : std::string("leaked"),
+                 report.at          ? "live at " + format_when(*report.at)
+                 : report.cut_short ? std::string("live at the end")
+                                    : std::string("leaked"),
                  plural(report.groups_total, "group", "groups"),
                  plural(report.processes, "process", "processes"));
   if (report.groups.size() < report.groups_total) {
     fmt::format_to(out, "; the first {} shown", report.groups.size());
   }
   text += ")\n";
+  text += cut_short_text(report);
   if (report.suppressed_groups > 0) {
     fmt::format_to(out, "suppressed: {} in {} ({})\n",
                    plural(report.suppressed_bytes, "byte", "bytes"),
@@ -291,6 +305,7 @@ std::string format_leaks_json(const LeakReport& report) {
   w.key("processes").unsigned_integer(report.processes);
   w.key("groups_total").unsigned_integer(report.groups_total);
   if (report.at) w.key("at").string(format_when(*report.at));
+  if (report.cut_short) w.key("cut_short").unsigned_integer(report.cut_short);
   w.key("suppressed_bytes").unsigned_integer(report.suppressed_bytes);
   w.key("suppressed_blocks").unsigned_integer(report.suppressed_blocks);
   if (report.scanned) {

@@ -36,6 +36,12 @@
 // tool's breakpoint on it, an instruction that cannot be relocated) gets a warning
 // that the totals are incomplete.
 //
+// A trace cut short (no exit, detach or killed record: a full disk, a killed
+// functracer) holds nothing of what its process freed after the cut, so its blocks
+// live at the cut are not known to be leaks: the text says "live at the end" instead
+// of "leaked" and, on a line of its own, that the report is incomplete; the JSON has
+// "cut_short": the number of such traces (only when there is one).
+//
 // --error-exitcode=N: the report exits N when lost blocks (definitely, indirectly or
 // possibly lost, or without a kind) remain that are not suppressed.
 #pragma once
@@ -105,6 +111,7 @@ struct LeakReport {
   bool scanned = false;             // some trace had a leak scan
   KindTotals kinds[kKindSlots];     // in use, per kind (not suppressed)
   std::optional<uint32_t> listed;   // --kinds
+  uint64_t cut_short = 0;           // traces read to their end that have no end record
   std::vector<LeakGroup> groups;
   // Blocks lost (any lost kind, or no kind) and not suppressed.
   uint64_t lost_blocks() const;

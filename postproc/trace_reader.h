@@ -110,6 +110,9 @@ class TraceReader {
   // After next() returned nullptr: whether the trace ended as a complete trace does
   // (end record present, last line complete, no malformed line).
   bool complete() const { return complete_; }
+  // After next() returned nullptr: the trace has its end record (exit, detach or
+  // killed). Without one it was cut short, and what it holds ends at the cut.
+  bool has_end_record() const { return seen_end_record_; }
 
  private:
   TraceReader(std::string path, TraceStream stream, Diagnostics& diag);

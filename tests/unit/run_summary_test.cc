@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,37 @@ TEST(RunSummary, ProcessesFilesAndTheCommand) {
   bare.process(7, "/bin/true");
   lines = bare.lines(st, "", "memtrace", {});
   EXPECT_EQ(lines.size(), 2u);
+  EXPECT_FALSE(any_starts(lines, "to read the traces"));
+}
+
+// A trace cut by a write error is told as the file is: the records it holds, that it
+// is cut and why, what was not written; a file removed because nothing could be
+// written is named as such, and with no file left there is no command to read them.
+TEST(RunSummary, TracesAWriteErrorCutOrPrevented) {
+  ft::TracerStats st;
+  ft::RunSummary s;
+  s.process(10, "/bin/prog");
+  for (int i = 0; i < 5; ++i) s.event(10);
+  EXPECT_FALSE(s.incomplete());
+  s.trace_closed(10, ft::TraceOutcome{"t/prog.10.trace.zst", 6000010, 185012, 2 << 20, ENOSPC, true});
+  EXPECT_TRUE(s.incomplete());
+  auto lines = s.lines(st, "t", "memtrace", {});
+  EXPECT_TRUE(has(lines, "prog [10]: 5 events, t/prog.10.trace.zst (185012 records, 2.0 MiB; cut short: No space "
+                         "left on device, 5814998 records not written)"));
+  EXPECT_TRUE(has(lines, "1 process traced, 0 events; 1 trace file (185012 records, 2.0 MiB) in t; incomplete: "
+                         "5814998 records not written (No space left on device)"));
+  EXPECT_TRUE(has(lines, "to read the traces: functracer-postproc leaks t"));  // what it holds reads
+
+  ft::RunSummary full;
+  full.process(11, "/bin/prog");
+  full.event(11);
+  full.trace_closed(11, ft::TraceOutcome{"t/prog.11.trace.zst", 10010, 0, 0, ENOSPC, false});
+  EXPECT_TRUE(full.incomplete());
+  lines = full.lines(st, "t", "memtrace", {});
+  EXPECT_TRUE(has(lines, "prog [11]: 1 event, no trace file (t/prog.11.trace.zst: No space left on device; nothing "
+                         "could be written, removed)"));
+  EXPECT_TRUE(has(lines, "1 process traced, 0 events; no trace file in t; incomplete: 10010 records not written (No "
+                         "space left on device)"));
   EXPECT_FALSE(any_starts(lines, "to read the traces"));
 }
 

@@ -4,8 +4,12 @@
 // are on disk.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <fstream>
 #include <sstream>
@@ -278,6 +282,129 @@ TEST(TraceWriter, TheNameNeverStandsForAnEmptyFile) {
   (*w).reset();
   ::unlink(path.c_str());
   ::rmdir(dir.c_str());
+}
+
+// The file system refuses writes past `bytes` (EFBIG, as functracer gets it with
+// SIGXFSZ ignored) while it lives: a full disk, deterministically.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit l = old_;
+    l.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &l);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+struct Closed {
+  uint64_t records = 0, on_disk = 0, bytes = 0;
+  int error = 0;
+  bool kept = true;
+  std::string path;
+};
+
+// A write error cuts the file back to its last whole record (plain) or buffer
+// (compressed): it holds exactly records_on_disk() records, the first ones written,
+// readable, and said to be cut short; the writer goes on counting the records it is
+// given.
+void cut_by_a_write_error(const char* name, ft::TraceWriter::Format format) {
+  const std::string path = temp_path(name);
+  const uint64_t n = 60000;  // far more than the limit holds
+  std::vector<ft::TraceRecord> written;
+  Closed closed;
+  {
+    auto w = ft::TraceWriter::create(path, format);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    (*w)->on_close([&](const ft::TraceWriter& tw) {
+      closed = {tw.records(), tw.records_on_disk(), tw.bytes_written(), tw.write_error(), tw.kept(), tw.path()};
+    });
+    FileSizeLimit limit(256 * 1024 + 1000);  // the magic line, then a part of a record past the first flush
+    for (uint64_t i = 0; i < n; ++i) {
+      ft::TraceRecord r = make(i);
+      (*w)->write(r);
+      written.push_back(r);
+      if (i == 0) {
+        ASSERT_TRUE((*w)->publish().ok());
+      }
+    }
+    (*w)->flush();
+    EXPECT_EQ((*w)->write_error(), EFBIG);
+    w->reset();
+  }
+  EXPECT_EQ(closed.records, n);
+  EXPECT_EQ(closed.error, EFBIG);
+  EXPECT_TRUE(closed.kept);
+  EXPECT_GT(closed.on_disk, 1u);
+  EXPECT_LT(closed.on_disk, n);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), closed.bytes);
+  EXPECT_LE(closed.bytes, 256u * 1024 + 1000);
+  std::vector<std::string> warnings;
+  std::vector<ft::TraceRecord> got = read_back(path, &warnings);
+  written.resize(closed.on_disk);
+  EXPECT_EQ(got, written);
+  bool said_cut = false;
+  for (const auto& m : warnings) {
+    said_cut = said_cut || m.find("without an exit, detach or killed record") != std::string::npos;
+    EXPECT_EQ(m.find("the last line is incomplete"), std::string::npos) << m;  // cut on a record boundary
+  }
+  EXPECT_TRUE(said_cut);
+  ::unlink(path.c_str());
+}
+
+TEST(TraceWriter, AWriteErrorCutsAPlainTraceAtItsLastWholeRecord) {
+  cut_by_a_write_error("cut.trace", ft::TraceWriter::Format::kPlain);
+}
+
+TEST(TraceWriter, AWriteErrorCutsACompressedTraceAtItsLastWholeBuffer) {
+  cut_by_a_write_error("cut.trace.zst", ft::TraceWriter::Format::kZstd);
+}
+
+// Not a byte can be written (the disk was full from the start): no file is left, not
+// even an empty one, and an old trace of the name stays as it was.
+TEST(TraceWriter, NoFileIsLeftWhenNothingCanBeWritten) {
+  for (auto format : {ft::TraceWriter::Format::kPlain, ft::TraceWriter::Format::kZstd}) {
+    std::string dir = temp_path(format == ft::TraceWriter::Format::kPlain ? "full" : "full-zst");
+    ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+    std::string path = dir + "/p.1.trace";
+    std::ofstream(path) << "an old trace of a reused pid\n";
+    Closed closed;
+    {
+      auto w = ft::TraceWriter::create(path, format);
+      ASSERT_TRUE(w.ok()) << w.error().message;
+      (*w)->on_close([&](const ft::TraceWriter& tw) {
+        closed = {tw.records(), tw.records_on_disk(), tw.bytes_written(), tw.write_error(), tw.kept(), tw.path()};
+      });
+      FileSizeLimit limit(0);
+      ft::TraceRecord r = make(0);
+      (*w)->write(r);
+      EXPECT_TRUE((*w)->publish().ok());
+      EXPECT_FALSE((*w)->kept());
+      for (uint64_t i = 1; i < 1000; ++i) {
+        ft::TraceRecord more = make(i);
+        (*w)->write(more);
+      }
+      w->reset();
+    }
+    EXPECT_EQ(closed.records, 1000u);
+    EXPECT_EQ(closed.on_disk, 0u);
+    EXPECT_EQ(closed.error, EFBIG);
+    EXPECT_FALSE(closed.kept);
+    EXPECT_EQ(entries(dir), std::vector<std::string>{"p.1.trace"});  // no temporary file left either
+    EXPECT_EQ(file_bytes(path), "an old trace of a reused pid\n");
+    ::unlink(path.c_str());
+    ::rmdir(dir.c_str());
+  }
 }
 
 TEST(TraceWriter, RefusesASymbolicLinkInTheWay) {
