@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "core/instrumentation.h"
 #include "core/log.h"
+#include "core/memory_budget.h"
 #include "core/memory_snapshot.h"
 #include "core/ptrace.h"
 #include "core/wait_status.h"
@@ -284,7 +285,9 @@ void AttachSession::detach_all() {
 void AttachSession::detach_process(Process& p) {
   engine_.before_detach(p);
   returns_.drain_all(p);
-  snapshot_before_detach(host_, p, stats_);
+  // A leak scan copies the program's heap: not when memory is what ran out.
+  if (!memory_budget::ran_out()) snapshot_before_detach(host_, p, stats_);
+  else log::warn("process {}: no leak scan at the detach (out of memory)", p.pid());
   // A thread stopped just before executing the trampoline returns now.
   for (auto& [tid, t] : p.threads()) {
     if (p.space.trampoline.null()) break;

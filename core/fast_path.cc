@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -54,6 +57,27 @@ constexpr uint64_t kMaxSettleSteps = 200000;
 bool failed(const Result<uint64_t>& rc) { return !rc || *rc > static_cast<uint64_t>(-4096); }
 
 uint64_t round_page(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
+
+// The soft RLIMIT_FSIZE of process pid (/proc/PID/limits), UINT64_MAX when unlimited or
+// unknown.
+uint64_t file_size_limit(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/limits", pid));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = text.find("Max file size");
+  if (at == std::string::npos) return UINT64_MAX;
+  const char* v = text.c_str() + at + std::strlen("Max file size");
+  while (*v == ' ') ++v;
+  if (std::strncmp(v, "unlimited", 9) == 0) return UINT64_MAX;
+  return std::strtoull(v, nullptr, 10);
+}
+
+// Once per process, and not only under -d: without the recorder every traced call
+// is a stop (ten times slower and more), and an attached program does not outlive
+// functracer.
+void say_no_recorder(const Process& p, std::string_view why) {
+  log::warn("process {}: no in-process recorder ({}): every traced call takes a ptrace stop{}", p.pid(), why,
+            p.attached ? ", and the program does not outlive functracer" : "");
+}
 
 }  // namespace
 
@@ -133,13 +157,21 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
   RemoteAddr stub = area.syscall_stub();
   if (!p.mem().write(area.base() + kNameOffset, {reinterpret_cast<const uint8_t*>(kName), sizeof kName}))
     return false;
-  auto fd = injector_.syscall(t, regs, stub, SYS_memfd_create, {(area.base() + kNameOffset).value(), MFD_CLOEXEC});
-  if (failed(fd)) {
-    FT_DEBUG("process {}: memfd_create failed: the recorder is not used", p.pid());
+  uint64_t size = RecorderRegion::region_size(kRingBytes);
+  // Growing the memfd past the process's RLIMIT_FSIZE would raise SIGXFSZ in it
+  // (killing it) before failing.
+  if (uint64_t limit = file_size_limit(p.pid()); limit < size) {
+    say_no_recorder(p, fmt::format("its file size limit (RLIMIT_FSIZE, {} bytes) is below the region's {} MiB", limit,
+                                   size >> 20));
     return false;
   }
-  uint64_t size = RecorderRegion::region_size(kRingBytes);
+  auto fd = injector_.syscall(t, regs, stub, SYS_memfd_create, {(area.base() + kNameOffset).value(), MFD_CLOEXEC});
+  if (failed(fd)) {
+    say_no_recorder(p, "memfd_create failed in it");
+    return false;
+  }
   bool ok = false;
+  std::string why = "the memfd could not be sized in it";
   void* local = MAP_FAILED;
   RemoteAddr region;
   // Mapped where the kernel likes first, and only moved to `fixed` (a fork child's:
@@ -147,13 +179,18 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
   // child never runs on a region that is half set up, whenever functracer dies.
   if (!failed(injector_.syscall(t, regs, stub, SYS_ftruncate, {*fd, size}))) {
     auto m = injector_.syscall(t, regs, stub, SYS_mmap, {0, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0});
+    why = fmt::format("it cannot map {} MiB more (a limit on its address space, RLIMIT_AS?)", size >> 20);
     if (!failed(m)) {
       region = RemoteAddr(*m);
       std::string path = fmt::format("/proc/{}/fd/{}", p.pid(), *fd);
       int lfd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
       if (lfd >= 0) {
         local = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
+        why = fmt::format("functracer cannot map its {} MiB: {}{}", size >> 20, std::strerror(errno),
+                          errno == ENOMEM ? " (a limit on functracer's address space, RLIMIT_AS?)" : "");
         ::close(lfd);
+      } else {
+        why = fmt::format("functracer cannot open its memfd: {}", std::strerror(errno));
       }
       ok = local != MAP_FAILED;
     }
@@ -173,16 +210,17 @@ bool FastPath::set_up(Process& p, Thread& t, Registers& regs, RemoteAddr fixed) 
       rs.own = RemoteAddr(*own);
     }
   }
+  if (ok && rs.own.null()) why = "its own part could not be mapped (MADV_WIPEONFORK needs Linux 4.14)";
   ok = ok && !rs.own.null();
-  auto give_up = [&](const char* why) {
+  auto give_up = [&](std::string_view reason) {
     if (!region.null()) (void)injector_.syscall(t, regs, stub, SYS_munmap, {region.value(), size});
     if (local != MAP_FAILED) ::munmap(local, size);
     rs.rings.reset();
     rs.mapping.reset();
-    FT_DEBUG("process {}: {}", p.pid(), why);
+    say_no_recorder(p, reason);
     return false;
   };
-  if (!ok) return give_up("no region for the recorder");
+  if (!ok) return give_up(why);
   rs.region = fixed.null() ? region : fixed;
   rs.region_size = size;
   rs.mapping = std::make_shared<RegionMapping>(local, size);

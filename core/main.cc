@@ -10,6 +10,7 @@
 
 #include "core/backtracer.h"
 #include "core/log.h"
+#include "core/memory_budget.h"
 #include "core/options.h"
 #include "core/plugin_host.h"
 #include "core/tracer.h"
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
     }
 
   ft::PluginHost::install_fault_handlers(&ft::Tracer::on_engine_fault);
+  ft::memory_budget::install();
   ft::PluginHost host;
   host.set_streaming(opts.output_dir.empty());
   if (!opts.audit.empty()) host.set_option("audit", opts.audit);

@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "core/log.h"
+#include "core/memory_budget.h"
 #include "core/module_map.h"
 #include "core/ptrace.h"
 
@@ -17,6 +18,16 @@ void take(PluginHost& host, Process& p, Thread* at, const char* reason, TracerSt
   auto maps = read_maps(at ? at->tid : p.pid());
   if (!maps) {
     log::warn("process {}: no memory snapshot ({})", p.pid(), maps.error().message);
+    return;
+  }
+  // A leak scan copies what the program has allocated: within what functracer may
+  // still take (memory_budget.h), or not at all.
+  uint64_t writable = 0;
+  for (const MapsEntry& m : *maps)
+    if (m.r && m.w && !m.path.starts_with("/memfd:functracer")) writable += m.end - m.start;
+  if (uint64_t room = memory_budget::room(); writable > room) {
+    log::warn("process {}: no memory snapshot ({}): its {} MiB of writable memory would not fit in the {} MiB "
+              "functracer has left before its memory limit", p.pid(), reason, writable >> 20, room >> 20);
     return;
   }
   std::vector<ft_snapshot_region> regions;

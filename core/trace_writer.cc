@@ -203,7 +203,28 @@ bool TraceWriter::write_out(const char* p, size_t left, size_t* done, int* err) 
     *done += static_cast<size_t>(n);
     bytes_written_ += static_cast<uint64_t>(n);
   }
+  write_back();
   return true;
+}
+
+void TraceWriter::write_back() {
+  // A long trace would otherwise leave gigabytes of dirty page cache behind it, which
+  // a memory cgroup counts against functracer (under cgroup v1 until the kernel gets
+  // round to writing it: the OOM killer came first). Every kWriteBackBytes, the new
+  // stretch is sent to the disk and the one before it, written by then, dropped from
+  // the cache.
+  uint64_t end = bytes_written_.load(std::memory_order_relaxed);
+  if (end - written_back_ < kWriteBackBytes) return;
+  (void)::sync_file_range(fd_, static_cast<off_t>(written_back_), static_cast<off_t>(end - written_back_),
+                          SYNC_FILE_RANGE_WRITE);
+  if (written_back_ > dropped_) {
+    (void)::sync_file_range(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(written_back_ - dropped_),
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    (void)::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(written_back_ - dropped_),
+                          POSIX_FADV_DONTNEED);
+    dropped_ = written_back_;
+  }
+  written_back_ = end;
 }
 
 bool TraceWriter::compress(const char* p, size_t n, int directive, int* err) {

@@ -150,6 +150,12 @@ class TraceWriter {
   uint64_t seq_ = 0;
   uint64_t pending_since_ = 0;
   std::atomic<uint64_t> bytes_written_ = 0;  // written by the compressing thread too
+  // The file's dirty pages bounded (write_back): sent to the disk up to written_back_,
+  // dropped from the cache up to dropped_ (by whichever thread writes the file).
+  static constexpr uint64_t kWriteBackBytes = 8 << 20;
+  void write_back();
+  uint64_t written_back_ = 0;
+  uint64_t dropped_ = 0;
   // Kept by the thread that writes the file (the compressing one, for a compressed
   // trace) and read by the tracer thread after wait_behind().
   uint64_t records_on_disk_ = 0;

@@ -22,6 +22,7 @@
 #include "common/signal_names.h"
 #include "core/instrumentation.h"
 #include "core/log.h"
+#include "core/memory_budget.h"
 #include "core/plant_pass.h"
 #include "core/memory_snapshot.h"
 #include "functracer/schema.h"
@@ -108,6 +109,11 @@ void Tracer::loop() {
       session_.detach_all();
       break;
     }
+    if (auto why = memory_budget::take_exceeded(monotonic_ns())) {
+      log::error("out of memory ({}): detaching from the traced processes, whose traces end here", *why);
+      session_.detach_all();
+      break;
+    }
     if (!attach_mode_ && forward_pending()) forward_signals(true);
     if (g_toggle.exchange(false)) {
       enabled_ = !enabled_;
@@ -130,7 +136,8 @@ void Tracer::loop() {
 }
 
 bool Tracer::wake_requested() {
-  return g_toggle.load() || (attach_mode_ && stop_requested()) || (!attach_mode_ && forward_pending());
+  return g_toggle.load() || (attach_mode_ && stop_requested()) || (!attach_mode_ && forward_pending()) ||
+         memory_budget::pending();
 }
 
 void Tracer::on_signal(int sig, pid_t sender) {
@@ -140,6 +147,7 @@ void Tracer::on_signal(int sig, pid_t sender) {
 }
 
 uint64_t Tracer::idle(uint64_t now) {
+  memory_budget::poll(now);  // the recorder's events come without stops: looked at here too
   uint64_t due = drain_recorders(now);
   uint64_t traces = flush_aged_traces(monotonic_ns());
   if (!due || (traces && traces < due)) due = traces;
@@ -636,7 +644,7 @@ Result<int> Tracer::run_attach(const std::vector<pid_t>& pids) {
   }
   loop();
   host_.finish();
-  return host_.crashed() ? 1 : 0;
+  return host_.crashed() || memory_budget::ran_out() ? 1 : 0;
 }
 
 namespace {

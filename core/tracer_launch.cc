@@ -17,6 +17,7 @@
 #include "arch/arch.h"
 #include "common/check.h"
 #include "core/log.h"
+#include "core/memory_budget.h"
 #include "core/procfs.h"
 #include "core/ptrace.h"
 #include "core/symbol_policy.h"
@@ -265,14 +266,15 @@ Result<int> Tracer::run_launch() {
   main_pid_ = *pid;
   procs_.add_thread(procs_.add(std::make_unique<Process>(*pid)), *pid);
   loop();
-  if (host_.crashed()) {
+  const bool let_go = host_.crashed() || memory_budget::ran_out();
+  if (let_go) {
     // Let go of (loop() detached it): it runs on untraced to its end, still
     // functracer's child. A terminal's signals reach it directly.
     (void)stops_.reap(*pid);
   }
   g_forward_pid = kEnded;
   host_.finish();
-  return host_.crashed() ? 1 : main_exit_;
+  return host_.crashed() || memory_budget::ran_out() ? 1 : main_exit_;  // (a plugin may crash in finish)
 }
 
 }  // namespace ft
