@@ -303,6 +303,22 @@ struct FreeRecord {
 
 // `bad_free`: a release of an address that is not live (reason:: kDouble, kUnknown,
 // kAllocator).
+// What could not be traced (the engine writes these for functions; a plugin for the
+// events it knows it missed): every report warns that its totals are incomplete.
+struct UntracedRecord {
+  static constexpr const char* kType = type::kUntraced;
+  std::string_view function;
+  uint64_t address = 0;
+  std::string_view reason;
+
+  template <class Writer>
+  void write(Writer& w) const {
+    w.str(key::kFunction, function);
+    w.hex(key::kAddress, address);
+    w.str(key::kReason, reason);
+  }
+};
+
 struct BadFreeRecord {
   static constexpr const char* kType = type::kBadFree;
   std::string_view function;
