@@ -6,6 +6,10 @@
  *                  checking that every block still holds what was written into it.
  *                  Prints "ready" once the first round is done and "done rounds=N"
  *                  at the end (exit 0; a block found changed is a failed check).
+ *   hoard steps    Reads one command per line from stdin and answers one line on
+ *                  stdout: "a" allocates a 64-byte block and prints its address
+ *                  ("a 0x..."), "f" frees the last one ("f"). For tests that switch
+ *                  tracing off and on between the steps.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -19,7 +23,25 @@ static int input_ended(void) {
   return poll(&pfd, 1, 0) > 0;
 }
 
+static int steps(void) {
+  char line[64];
+  void* last = NULL;
+  while (fgets(line, sizeof line, stdin)) {
+    if (line[0] == 'a') {
+      last = malloc(64);
+      CHECK(last != NULL);
+      printf("a %p\n", last);
+    } else if (line[0] == 'f') {
+      free(last);
+      printf("f\n");
+    }
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "steps") == 0) return steps();
   long n = argc > 1 ? atol(argv[1]) : 1000000;
   unsigned char** v = calloc((size_t)n, sizeof *v);
   CHECK(v != NULL);
