@@ -672,10 +672,12 @@ bool FastPath::push_frame(Thread& t, RemoteAddr slot, RemoteAddr real_ret, uint3
   auto depth = p.mem().read_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)));
   if (!depth || *depth >= FT_REC_MAX_FRAMES) return false;
   ft_rec_frame f{slot.value(), real_ret.value(), fn};
-  RemoteAddr at = st + static_cast<int64_t>(offsetof(ft_rec_stack, frames) + *depth * sizeof f);
-  if (!p.mem().write(at, {reinterpret_cast<const uint8_t*>(&f), sizeof f}) ||
-      !p.mem().write_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)), *depth + 1))
-    return false;
+  uint64_t deeper = *depth + 1;
+  // The frame and the depth in one system call (private, writable memory).
+  const RemoteMemory::Piece pieces[] = {
+      {st + static_cast<int64_t>(offsetof(ft_rec_stack, frames) + *depth * sizeof f), &f, sizeof f},
+      {st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)), &deeper, sizeof deeper}};
+  if (!p.mem().write_pieces(pieces)) return false;
   if (!p.mem().poke(t.tid, slot, rs.return_stub.value())) {
     (void)p.mem().write_u64(st + static_cast<int64_t>(offsetof(ft_rec_stack, depth)), *depth);
     return false;
@@ -797,10 +799,13 @@ void FastPath::unmap_for_detach(Process& p) {
   RecorderSpace& rs = p.space.recorder;
   if (!rs.ready || !rs.rings || rs.borrowed) return;
   for (auto& [tid, t] : p.threads())
-    if (t->stopped && !t->group_stop && !t->exit_seen) {
+    if (t->stopped && !t->group_stop && !t->exit_seen && (t->held_event == PTRACE_EVENT_STOP || t->held_event == 0)) {
       unmap(p, *t);
       return;
     }
+  // No thread at a stop a system call can be injected at: the region stays, the
+  // handler forwarding every SIGTRAP to the program's action (survival::retire).
+  FT_DEBUG("process {}: no thread to unmap the recorder's region with: it stays", p.pid());
 }
 
 void FastPath::unmap(Process& p, Thread& t) {

@@ -37,6 +37,11 @@ struct Thread {
   // yet (stopped), possibly a group-stop (the program was stopped by SIGSTOP & co.).
   bool stopped = false;
   bool group_stop = false;
+  // Detaching: the ptrace event of the stop it is held at (PTRACE_EVENT_STOP: an
+  // interrupt; 0: a signal's delivery; -1: another or unknown). Only a thread at an
+  // interrupt or a signal's delivery runs an injected system call: one at a clone,
+  // fork or exec event is inside that system call, whose return would overwrite it.
+  int held_event = -1;
   // At this stop: the entry breakpoint the thread was pointed back at when functracer
   // took the stop in (survival::take_in); its registers say so, the stop does not.
   RemoteAddr rewound;

@@ -660,6 +660,7 @@ bool sigtrap_pending(pid_t tid) {
 void Tracer::collect_for_detach(Thread& thread, const WaitStatus& ws) {
   Thread* t = &thread;
   pid_t tid = t->tid;
+  t->held_event = ws.kind == WaitStatus::Kind::EventStop ? ws.event : ws.kind == WaitStatus::Kind::SignalStop ? 0 : -1;
   switch (ws.kind) {
     case WaitStatus::Kind::EventStop:
       if (ws.event == PTRACE_EVENT_STOP && t->awaiting_initial_stop) {

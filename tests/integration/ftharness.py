@@ -631,6 +631,27 @@ def find_calls_entry(funcs, name):
 DETACH_TIMEOUT = 60
 
 
+def status_text(rc):
+    """A Popen returncode in words."""
+    if rc is None:
+        return "running"
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit status {rc}"
+
+
+def memfd_mappings(pid):
+    """The lines of /proc/PID/maps that are functracer's recorder regions."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return [ln.strip() for ln in f if "/memfd:functracer" in ln]
+    except OSError:
+        return []
+
+
 def popen(cmd, stdin=None):
     return subprocess.Popen([str(c) for c in cmd], stdin=stdin, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, preexec_fn=_child_setup)

@@ -67,7 +67,7 @@ def run_case(ck, binary, tmp, number, case):
             return
         context = f"command: {h.fmt_cmd(cmd)}\n{sk.tracer_stderr(terr)}"
         if not ck.check(tracer.returncode == -9,
-                        f"{tag}: functracer ended with {sk.status_text(tracer.returncode)}, want killed by "
+                        f"{tag}: functracer ended with {h.status_text(tracer.returncode)}, want killed by "
                         f"SIGKILL at the moment FT_DIE_AT names\n{context}"):
             return
         result = sk.check_running(ck, tag, target, sk.SETTLE, context)

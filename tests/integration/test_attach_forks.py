@@ -61,16 +61,6 @@ ATTACH_TIMEOUT = 30
 END_TIMEOUT = 60
 
 
-def status_text(rc):
-    if rc is None:
-        return "running"
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exit status {rc}"
-
 
 class Log:
     """The server's stdout, read between rounds without waiting."""
@@ -117,7 +107,7 @@ def wait_attached(tracer, outdir):
 def server_fine(ck, label, target, log, before, context):
     """The server lives, forked more children since `before`, and none failed."""
     if target.poll() is not None:
-        ck.fail(f"{label}: the server died ({status_text(target.returncode)})\n{context}\n"
+        ck.fail(f"{label}: the server died ({h.status_text(target.returncode)})\n{context}\n"
                 f"its output: {log.read()[-1500:]!r}")
         return False
     failures = log.failures()
@@ -144,7 +134,7 @@ def kill_round(ck, rng, target, log, tmp, label, plugins, tracers):
     else:
         h.kill_all(tracer)
         _, err = tracer.communicate()
-        ck.fail(f"{label}: functracer did not attach ({status_text(tracer.returncode)})\n"
+        ck.fail(f"{label}: functracer did not attach ({h.status_text(tracer.returncode)})\n"
                 f"command: {h.fmt_cmd(cmd)}\nstderr: {err[-1500:]!r}")
         return target.poll() is None
     time.sleep(delay)
@@ -154,7 +144,7 @@ def kill_round(ck, rng, target, log, tmp, label, plugins, tracers):
     _, err = tracer.communicate()
     context = f"command: {h.fmt_cmd(cmd)} (SIGKILL {when})\nfunctracer stderr: {err[-1500:]!r}"
     if ended is not None:
-        ck.fail(f"{label}: functracer ended before the kill ({status_text(ended)})\n{context}")
+        ck.fail(f"{label}: functracer ended before the kill ({h.status_text(ended)})\n{context}")
     before = log.children()
     time.sleep(SETTLE)
     ok = server_fine(ck, label, target, log, before, context)
@@ -163,18 +153,11 @@ def kill_round(ck, rng, target, log, tmp, label, plugins, tracers):
     return ok and target.poll() is None
 
 
-def memfd_mappings(pid):
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            return [ln.strip() for ln in f if "/memfd:functracer" in ln]
-    except OSError:
-        return []
-
 
 def clean_round(ck, target, log, tmp, label, tracers):
     outdir = os.path.join(tmp, label.replace(" ", "-"))
     cmd = [h.functracer(), "-e", "memtrace", "-f", "--uncompressed", "-o", outdir, "-p", target.pid]
-    earlier = set(memfd_mappings(target.pid))  # the killed sessions' (see below)
+    earlier = set(h.memfd_mappings(target.pid))  # the killed sessions' (see below)
     tracer = h.popen(cmd)
     tracers.append(tracer)
     if not wait_attached(tracer, outdir):
@@ -190,14 +173,14 @@ def clean_round(ck, target, log, tmp, label, tracers):
         h.kill_all(tracer)
         _, err = tracer.communicate()
     err = err.decode(errors="replace")
-    if not ck.check(tracer.returncode == 0, f"{label}: functracer ended with {status_text(tracer.returncode)} "
+    if not ck.check(tracer.returncode == 0, f"{label}: functracer ended with {h.status_text(tracer.returncode)} "
                     f"after SIGINT\ncommand: {h.fmt_cmd(cmd)}\nstderr: {err[-1500:]!r}"):
         return False
     # The children free their copies of blocks the server allocated before the
     # attach: the server's history, not bad frees.
     bad = [ln for ln in err.splitlines() if "never allocated" in ln]
     ck.check(not bad, f"{label}: memtrace warned about blocks a child inherited: {bad[:3]} ({len(bad)} lines)")
-    left = [m for m in memfd_mappings(target.pid) if m not in earlier]
+    left = [m for m in h.memfd_mappings(target.pid) if m not in earlier]
     ok = ck.check(not left, f"{label}: the detach left the recorder's region mapped: {left}")
     ok = server_fine(ck, label, target, log, before, f"command: {h.fmt_cmd(cmd)} (detached)") and ok
     print(f"{label}: attached, detached: {'nothing left mapped, children fine' if ok else 'FAILED'}", flush=True)
@@ -217,9 +200,9 @@ def finish_target(ck, target, log, label):
     lines = log.read().splitlines()
     done = [ln for ln in lines if ln.startswith("done forker")]
     ok = ck.check(target.returncode == 0 and done and done[-1].endswith("failed=0"),
-                  f"{label}: the server ended with {status_text(target.returncode)} and {done}, want exit "
+                  f"{label}: the server ended with {h.status_text(target.returncode)} and {done}, want exit "
                   f"status 0 and failed=0\nits output: {log.read()[-300:]!r}\nits stderr: {err[-1500:]!r}")
-    print(f"{label}: end of input: {status_text(target.returncode)}, {done[-1:] if ok else 'FAILED'}", flush=True)
+    print(f"{label}: end of input: {h.status_text(target.returncode)}, {done[-1:] if ok else 'FAILED'}", flush=True)
 
 
 def run_target(ck, rng, binary, tmp, number, kills, first_round):

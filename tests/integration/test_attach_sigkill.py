@@ -66,16 +66,6 @@ END_TIMEOUT = 60
 WORKERS = 4
 
 
-def status_text(returncode):
-    if returncode is None:
-        return "running"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
-
 
 def threads(pid):
     """{tid: (state, voluntary context switches)} of the process's threads; {} once it
@@ -119,7 +109,7 @@ def died(ck, label, target, context):
     if target.poll() is None:
         return False
     out, err = target_output(target)
-    ck.fail(f"{label}: the program died ({status_text(target.returncode)})\n{context}\n"
+    ck.fail(f"{label}: the program died ({h.status_text(target.returncode)})\n{context}\n"
             f"program stdout: {out[-1000:]!r}\nprogram stderr: {err[-2000:]!r}")
     return True
 
@@ -169,7 +159,7 @@ def not_attached(ck, label, target, tracer, cmd):
     ended = tracer.poll() is not None
     h.kill_all(tracer)
     _, terr = tracer.communicate()
-    what = (f"functracer ended before it attached ({status_text(tracer.returncode)})" if ended else
+    what = (f"functracer ended before it attached ({h.status_text(tracer.returncode)})" if ended else
             f"functracer did not attach within {ATTACH_TIMEOUT} s (killed)")
     context = f"command: {h.fmt_cmd(cmd)}\n{tracer_stderr(terr)}"
     if died(ck, label, target, f"{what}\n{context}"):
@@ -208,7 +198,7 @@ def kill_round(ck, rng, target, tmp, label, plugins, tracers):
     context = f"command: {h.fmt_cmd(cmd)} (SIGKILL {when})\n{tracer_stderr(terr)}"
     if ended_before is not None:
         # functracer ends when its program does: the program's death is the failure.
-        ended = f"functracer ended by itself before the kill ({status_text(ended_before)})"
+        ended = f"functracer ended by itself before the kill ({h.status_text(ended_before)})"
         try:
             target.wait(timeout=1)
         except subprocess.TimeoutExpired:
@@ -267,9 +257,9 @@ def finish_target(ck, target, label):
         return
     out, err = out.decode(errors="replace"), err.decode(errors="replace")
     ok = ck.check(target.returncode == 0 and "done until-eof threads=4" in out.splitlines(),
-                  f"{label}: the program ended with {status_text(target.returncode)}, want exit "
+                  f"{label}: the program ended with {h.status_text(target.returncode)}, want exit "
                   f"status 0 and its done line\nstdout: {out!r}\nstderr: {err[-2000:]!r}")
-    print(f"{label}: end of input: {status_text(target.returncode)}, "
+    print(f"{label}: end of input: {h.status_text(target.returncode)}, "
           f"{out.strip().splitlines()[-1:] if ok else 'FAILED'}", flush=True)
 
 

@@ -59,13 +59,6 @@ def tracer_pid(pid):
     return None
 
 
-def memfd_mappings(pid):
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            return [ln.strip() for ln in f if "/memfd:functracer" in ln]
-    except OSError:
-        return []
-
 
 def check_run(ck, label, target, cmd, preexec=None):
     started = time.monotonic()
@@ -89,7 +82,7 @@ def check_run(ck, label, target, cmd, preexec=None):
     time.sleep(0.2)
     ck.check(target.poll() is None, f"{label}: the program ended ({target.returncode})\n{context}")
     ck.check_eq(tracer_pid(target.pid), 0, f"{label}: the program is still traced\n{context}")
-    left = memfd_mappings(target.pid)
+    left = h.memfd_mappings(target.pid)
     ck.check(not left, f"{label}: the recorder's region is left in the program: {left}")
     print(f"{label}: functracer exit {tracer.returncode} after {took:.1f} s: {oom[:1]}", flush=True)
     return err

@@ -88,16 +88,6 @@ def pg_bindir():
     return max(found)[1] if found else None
 
 
-def status_text(rc):
-    if rc is None:
-        return "running"
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exit status {rc}"
-
 
 class Server:
     """A PostgreSQL cluster in a scratch directory, run as `user` (None: as the test)."""
@@ -201,13 +191,6 @@ def alive(pid):
         return False
 
 
-def memfd_mappings(pid):
-    try:
-        with open(f"/proc/{pid}/maps") as f:
-            return [ln.strip() for ln in f if "/memfd:functracer" in ln]
-    except OSError:
-        return []
-
 
 class Bench:
     """A pgbench run: its output, counted at the end."""
@@ -234,7 +217,7 @@ class Bench:
         processed = re.search(r"number of transactions actually processed: (\d+)", self.output)
         failed = re.search(r"number of failed transactions: (\d+)", self.output)
         what = (f"{self.label}: pgbench {' '.join(self.args)} ended with "
-                f"{status_text(self.proc.returncode)}")
+                f"{h.status_text(self.proc.returncode)}")
         detail = f"{context}\npgbench output: {self.output[-1500:]}"
         if not ck.check(self.proc.returncode == 0 and processed, f"{what}\n{detail}"):
             return None
@@ -341,7 +324,7 @@ def clean_round(ck, server, tmp, tracers):
     tracers.append(tracer)
     if not tracer.wait_attached():
         tracer.kill()
-        ck.fail(f"{label}: functracer did not attach ({status_text(tracer.proc.returncode)})\n"
+        ck.fail(f"{label}: functracer did not attach ({h.status_text(tracer.proc.returncode)})\n"
                 f"{tracer.context()}")
         return None
     bench = Bench(server, ["-n", "-c", "4", "-j", "2", "-T", str(CLEAN_SECONDS)], label)
@@ -353,7 +336,7 @@ def clean_round(ck, server, tmp, tracers):
         tracer.kill()
         ck.fail(f"{label}: functracer did not detach within {DETACH_TIMEOUT} s of SIGINT\n"
                 f"{tracer.context()}")
-    ck.check(rc == 0, f"{label}: functracer ended with {status_text(rc)} after SIGINT\n"
+    ck.check(rc == 0, f"{label}: functracer ended with {h.status_text(rc)} after SIGINT\n"
              f"{tracer.context()}")
     err = tracer.stderr()
     summary = [ln for ln in err.splitlines() if "process" in ln and "traced" in ln]
@@ -362,10 +345,10 @@ def clean_round(ck, server, tmp, tracers):
     never = [ln for ln in err.splitlines() if "never allocated" in ln]
     ck.check(not never, f"{label}: memtrace warned about blocks a backend inherited from the "
              f"postmaster: {never[:3]} ({len(never)} lines)")
-    left = memfd_mappings(server.pid)
+    left = h.memfd_mappings(server.pid)
     ck.check(not left, f"{label}: the detach left the recorder's region mapped in the "
              f"postmaster: {left}")
-    others = {p: memfd_mappings(p) for p in server.processes() if p != server.pid}
+    others = {p: h.memfd_mappings(p) for p in server.processes() if p != server.pid}
     others = {p: m for p, m in others.items() if m}
     ck.check(not others, f"{label}: the detach left the recorder's region mapped in processes "
              f"of the server: {others}")
@@ -407,7 +390,7 @@ def kill_round(ck, rng, server, tmp, number, tracers):
     else:
         if not tracer.wait_attached():
             tracer.kill()
-            ck.fail(f"{label}: functracer did not attach ({status_text(tracer.proc.returncode)})"
+            ck.fail(f"{label}: functracer did not attach ({h.status_text(tracer.proc.returncode)})"
                     f"\n{tracer.context()}")
             return None
         bench = Bench(server, ["-n", "-c", "4", "-j", "2", "-T", str(KILL_SECONDS)], label)
@@ -417,7 +400,7 @@ def kill_round(ck, rng, server, tmp, number, tracers):
     tracer.kill()
     context = f"{tracer.context()}\n(SIGKILL {when}; FT_SEED repeats the draw)"
     if ended is not None:
-        ck.fail(f"{label}: functracer ended before the kill ({status_text(ended)})\n{context}")
+        ck.fail(f"{label}: functracer ended before the kill ({h.status_text(ended)})\n{context}")
     kept = KILL_SECONDS - (time.monotonic() - bench.started)
     n = bench.finish(ck, context)
     fresh = server_fine(ck, server, label, context)
